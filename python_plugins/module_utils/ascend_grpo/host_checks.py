@@ -1,0 +1,111 @@
+"""Host checks before an NPU container is made: device nodes, driver folders, npu-smi, free disk.
+
+Plain Python (no Ansible import). Every check returns a list of problems; each problem says what is missing and
+how to fix it, naming the variable to change, so a user can act on it without reading the role.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+
+from . import npu_smi
+
+GIB = 1024 ** 3
+
+
+def device_nodes(dev_dir, cards, shared_nodes):
+    """Paths of the device nodes the cards need: one davinciN per card plus the shared nodes."""
+    names = ["davinci%d" % card for card in cards] + list(shared_nodes)
+    return [os.path.join(dev_dir, name) for name in names]
+
+
+def check_device_nodes(dev_dir, cards, shared_nodes):
+    problems = []
+    for path in device_nodes(dev_dir, cards, shared_nodes):
+        name = os.path.basename(path)
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            if name.startswith("davinci") and name[len("davinci"):].isdigit():
+                fix = ("card %s is not on this host (ls %s/davinci*): remove it from npu_container_visible_devices, "
+                       "or install/reload the NPU driver" % (name[len("davinci"):], dev_dir))
+            else:
+                fix = "the NPU driver is not loaded: install the Ascend driver and reboot, or check npu_container_dev_dir"
+            problems.append("device node %s is missing; %s" % (path, fix))
+            continue
+        except OSError as err:
+            problems.append("device node %s cannot be read (%s)" % (path, err.strerror))
+            continue
+        if not stat.S_ISCHR(mode):
+            problems.append("%s exists but is not a character device; the driver did not create it: reinstall the "
+                            "Ascend driver" % path)
+    return problems
+
+
+def check_dirs(dirs):
+    """``dirs``: list of (path, variable name, what it is)."""
+    problems = []
+    for path, variable, what in dirs:
+        if not os.path.isdir(path):
+            problems.append("%s %s does not exist: install the Ascend driver (it creates it) or set %s to where it "
+                            "is" % (what, path, variable))
+    return problems
+
+
+def nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def check_disk(path, min_free_gib):
+    """Free space where ``path`` is (or will be). Returns (free GiB, problems)."""
+    where = nearest_existing(path)
+    free = shutil.disk_usage(where).free / GIB
+    problems = []
+    if free < min_free_gib:
+        problems.append("only %.1f GiB free at %s for the workspace %s, %s GiB needed (weights, packages, "
+                        "checkpoints): free space, point npu_container_workspace_host at a larger disk, or lower "
+                        "npu_container_min_free_gib" % (free, where, path, min_free_gib))
+    return round(free, 1), problems
+
+
+def run_npu_smi(command, cards, timeout=60):
+    """Run ``<command> info``, parse it and check the cards. Returns (parsed or None, problems)."""
+    try:
+        proc = subprocess.run([command, "info"], capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        return None, ["%s not found: install the Ascend driver's npu-smi or set npu_container_npu_smi to its path "
+                      "(usually /usr/local/sbin/npu-smi)" % command]
+    except PermissionError:
+        return None, ["%s is not executable: chmod +x it or set npu_container_npu_smi" % command]
+    except subprocess.TimeoutExpired:
+        return None, ["'%s info' did not answer in %d s: the driver is hung; check dmesg and reset the card" %
+                      (command, timeout)]
+    if proc.returncode != 0:
+        return None, ["'%s info' failed with exit code %d: %s. Check the driver (dmesg, "
+                      "/var/log/npu/) and that this user may read the device nodes" %
+                      (command, proc.returncode, (proc.stderr or proc.stdout).strip()[:400])]
+    try:
+        parsed = npu_smi.parse(proc.stdout)
+    except npu_smi.NpuSmiParseError as err:
+        return None, ["cannot read the table that '%s info' printed (%s); please report it with the output" %
+                      (command, err)]
+    return parsed, npu_smi.check_cards(parsed, cards)
+
+
+def card_summary(parsed, cards):
+    """The requested cards' health and load, for the fact and the log."""
+    by_id = {card["npu"]: card for card in (parsed or {}).get("cards", [])}
+    summary = []
+    for npu in cards:
+        card = by_id.get(npu)
+        if card:
+            summary.append({key: card.get(key) for key in ("npu", "name", "health", "aicore_pct", "hbm_mb_used",
+                                                             "hbm_mb_total", "temp_c", "power_w")})
+    return summary

@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: check an Ascend NPU host before a training container is made."""
+
+DOCUMENTATION = r"""
+---
+module: npu_preflight
+short_description: Check an Ascend NPU host (device nodes, driver folders, npu-smi, disk) before anything changes
+description:
+  - Checks that each requested card has its C(/dev/davinciN) node and that the shared nodes exist as character
+    devices, that the driver and add-ons folders exist, that C(npu-smi info) runs and lists every requested card as
+    healthy, and that the workspace disk has enough free space.
+  - Reads only; never changes the host. Fails with every problem found, each naming what is missing and the fix.
+  - Returns the parsed C(npu-smi info) table so later tasks can show health, HBM and AICore use.
+options:
+  cards:
+    description: Card numbers (the N of C(/dev/davinciN)) that the container will use.
+    type: list
+    elements: int
+    required: true
+  dev_dir:
+    description: Folder holding the device nodes.
+    type: path
+    default: /dev
+  shared_nodes:
+    description: Device nodes every card needs besides its own.
+    type: list
+    elements: str
+    default: [davinci_manager, devmm_svm, hisi_hdc]
+  driver_dir:
+    description: The Ascend driver folder.
+    type: path
+    default: /usr/local/Ascend/driver
+  addons_dir:
+    description: The Ascend add-ons folder.
+    type: path
+    default: /usr/local/Ascend/add-ons
+  npu_smi:
+    description: The npu-smi command (a name on PATH or a path).
+    type: str
+    default: npu-smi
+  workspace:
+    description: Host folder that will hold the workspace (need not exist yet).
+    type: path
+    required: true
+  min_free_gib:
+    description: Free space needed where the workspace is, in GiB.
+    type: float
+    default: 50
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Check the host before creating the container
+  npu_preflight:
+    cards: [0]
+    workspace: /data/grpo
+    min_free_gib: 50
+  register: npu_host
+"""
+
+RETURN = r"""
+npu_smi:
+  description: The parsed C(npu-smi info) table (version, cards with health, HBM and AICore use, processes).
+  returned: when npu-smi ran
+  type: dict
+cards:
+  description: The requested cards' health, AICore %, HBM used/total, temperature and power.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{npu: 0, name: 910B3, health: OK, aicore_pct: 0.0, hbm_mb_used: 3161, hbm_mb_total: 65536}]
+disk_free_gib:
+  description: Free GiB where the workspace is or will be.
+  returned: always
+  type: float
+npu_smi_path:
+  description: The npu-smi that ran, as a full path when it was found on PATH.
+  returned: always
+  type: str
+docker_devices:
+  description: The device mappings for the container, C(host_node:/dev/name), cards first.
+  returned: always
+  type: list
+  elements: str
+problems:
+  description: Every problem found (empty when the host is ready).
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import host_checks
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            cards=dict(type="list", elements="int", required=True),
+            dev_dir=dict(type="path", default="/dev"),
+            shared_nodes=dict(type="list", elements="str", default=["davinci_manager", "devmm_svm", "hisi_hdc"]),
+            driver_dir=dict(type="path", default="/usr/local/Ascend/driver"),
+            addons_dir=dict(type="path", default="/usr/local/Ascend/add-ons"),
+            npu_smi=dict(type="str", default="npu-smi"),
+            workspace=dict(type="path", required=True),
+            min_free_gib=dict(type="float", default=50),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p["cards"]:
+        module.fail_json(msg="no card requested: set npu_container_visible_devices, e.g. [0]", problems=[])
+
+    problems = host_checks.check_device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
+    problems += host_checks.check_dirs([
+        (p["driver_dir"], "npu_container_driver_dir", "the driver folder"),
+        (p["addons_dir"], "npu_container_addons_dir", "the add-ons folder"),
+    ])
+    npu_smi_cmd = p["npu_smi"]
+    if "/" not in npu_smi_cmd:
+        npu_smi_cmd = module.get_bin_path(npu_smi_cmd, opt_dirs=["/usr/local/sbin", "/usr/local/bin"]) or npu_smi_cmd
+    parsed, smi_problems = host_checks.run_npu_smi(npu_smi_cmd, p["cards"])
+    problems += smi_problems
+    free, disk_problems = host_checks.check_disk(p["workspace"], p["min_free_gib"])
+    problems += disk_problems
+
+    nodes = host_checks.device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
+    result = dict(changed=False, npu_smi=parsed, npu_smi_path=npu_smi_cmd,
+                  docker_devices=["%s:/dev/%s" % (node, node.rsplit("/", 1)[-1]) for node in nodes], cards=host_checks.card_summary(parsed, p["cards"]),
+                  disk_free_gib=free, problems=problems)
+    if problems:
+        module.fail_json(msg="NPU host not ready:\n- " + "\n- ".join(problems), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
