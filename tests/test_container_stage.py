@@ -1,0 +1,139 @@
+"""The container stage against the simulated host: bad input is refused before anything is made.
+
+These run ansible-playbook for real and need a Docker engine and root (the sim host's device nodes). Each test
+uses its own container name and workspace, so nothing collides with the demo or the molecule scenario.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+# The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def playbook(*args, env=None):
+    full_env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+                    ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                    **(env or {}))
+    return subprocess.run([ANSIBLE_PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, env=full_env,
+                          check=False, timeout=900)
+
+
+def docker_exists(name):
+    return subprocess.run(["docker", "container", "inspect", name], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def sim_host():
+    """Build (or reuse) the simulated host, as `make demo` does."""
+    result = playbook("playbooks/sim_host.yml", "-i", "inventories/sim")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+@pytest.fixture
+def run(sim_host, tmp_path):
+    """Run the container stage with extra vars; yields (runner, container name, workspace)."""
+    name = "grpo-test-" + uuid.uuid4().hex[:8]
+    workspace = tmp_path / "workspace"
+
+    def runner(extra=None, env=None, inventory_env=None):
+        extra_vars = {"npu_container_name": name, "npu_container_workspace_host": str(workspace)}
+        extra_vars.update(extra or {})
+        return playbook("site.yml", "-i", "inventories/sim", "--tags", "container", "-e", json.dumps(extra_vars),
+                        env=env)
+
+    yield runner, name, workspace
+    subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+
+
+def refused(result, name, workspace, *needles):
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out[-3000:]
+    for needle in needles:
+        assert needle in out, "%r not in output:\n%s" % (needle, out[-4000:])
+    assert not docker_exists(name), "a container was created"
+    assert not workspace.exists(), "the workspace was created"
+
+
+def test_missing_card_device_node(run):
+    runner, name, workspace = run
+    result = runner({"npu_container_visible_devices": [0, 3]})
+    refused(result, name, workspace, "davinci3 is missing; card 3 is not on this host",
+            "npu-smi lists no card 3", "npu_container_visible_devices")
+
+
+def test_missing_driver_directory(run, tmp_path):
+    runner, name, workspace = run
+    result = runner({"npu_container_driver_dir": str(tmp_path / "no-driver")})
+    refused(result, name, workspace, "the driver folder %s does not exist" % (tmp_path / "no-driver"),
+            "npu_container_driver_dir")
+
+
+def test_engine_not_running(run, tmp_path):
+    runner, name, workspace = run
+    result = runner(env={"DOCKER_HOST": "unix://%s/no-engine.sock" % tmp_path})
+    refused(result, name, workspace, "The Docker engine on sim910b does not answer", "npu_container_mode: none")
+
+
+def test_image_absent_and_not_pullable(run):
+    runner, name, workspace = run
+    result = runner({"npu_container_image": "127.0.0.1:9/nowhere/cann:absent", "npu_container_pull": True})
+    refused(result, name, workspace, "Image 127.0.0.1:9/nowhere/cann:absent is not on sim910b and cannot be pulled",
+            "npu_container_image")
+
+
+def test_image_absent_and_pull_off(run):
+    runner, name, workspace = run
+    result = runner({"npu_container_image": "grpo-test/absent:1", "npu_container_pull": False})
+    refused(result, name, workspace, "npu_container_pull is false")
+
+
+def test_unhealthy_card(run, tmp_path):
+    runner, name, workspace = run
+    smi = tmp_path / "npu-smi"
+    build = playbook("playbooks/sim_host.yml", "-i", "inventories/sim", "-e",
+                     json.dumps({"sim_host_unhealthy_cards": [0], "npu_container_npu_smi": str(smi)}))
+    assert build.returncode == 0, build.stdout[-2000:]
+    result = runner({"npu_container_npu_smi": str(smi)})
+    refused(result, name, workspace, "card 0 (910B3) reports health Critical")
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ({"npu_container_shm_size": "eight gigs"}, "npu_container_shm_size a size such as 8g"),
+    ({"npu_container_visible_devices": []}, "npu_container_visible_devices must be a non-empty list"),
+    ({"npu_container_visible_devices": [0, 0]}, "distinct card numbers"),
+    ({"npu_container_visible_devices": "zero"}, "npu_container_visible_devices"),
+    ({"npu_container_mode": "podman"}, "npu_container_mode"),
+    ({"npu_container_min_free_gib": 10 ** 9}, "npu_container_min_free_gib"),
+])
+def test_bad_settings(run, extra, needle):
+    runner, name, workspace = run
+    refused(runner(extra), name, workspace, needle)
+
+
+def test_secret_never_logged(run):
+    runner, name, workspace = run
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    result = runner({"npu_container_image": "127.0.0.1:9/nowhere/cann:absent", "npu_container_pull": True,
+                     "npu_container_registry": "127.0.0.1:9", "npu_container_registry_username": "u",
+                     "npu_container_registry_password": secret}, env={"ANSIBLE_VERBOSITY": "3"})
+    assert result.returncode != 0
+    assert secret not in result.stdout + result.stderr
+
+
+def test_mode_none_uses_the_host(run):
+    runner, name, workspace = run
+    result = runner({"npu_container_mode": "none"})
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert not docker_exists(name)
+    assert workspace.is_dir()
+    # the second play ran on the host itself as a member of npu_envs
+    assert "ok: [sim910b]" in result.stdout.split("Check that each training environment answers")[1]
