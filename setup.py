@@ -1,0 +1,30 @@
+"""The Python side of the GRPO-on-Ascend playbooks: the engines under python_plugins/module_utils (importable as
+``ascend_grpo``, with small CLIs), the controller (ansible-core 2.19 on Python 3.11) and the test tools."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="ascend-grpo-playbooks",
+    version="0.1.0",
+    description="Ansible playbooks that take a bare Ascend 910B host to a watched verl GRPO training of Qwen2.5",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    package_dir={"": "python_plugins/module_utils"},
+    packages=find_packages("python_plugins/module_utils"),
+    install_requires=[
+        "ansible-core>=2.19,<2.20",
+        "ansible>=12,<13",  # brings community.docker
+        "requests",  # community.docker talks to the engine with it
+    ],
+    extras_require={
+        "test": [
+            "molecule>=25",
+            "molecule-plugins[docker]>=23.5",
+            "docker>=7",
+            "ansible-lint>=25",
+            "pytest>=8",
+            "jinja2",
+        ],
+    },
+    entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.npu_smi:main"]},
+)

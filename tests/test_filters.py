@@ -1,0 +1,30 @@
+import os
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "python_plugins", "filter_plugins"))
+from container_diff import container_change_reason  # noqa: E402
+from npu_smi import FilterModule  # noqa: E402
+
+
+def test_reason_names_changed_settings_only():
+    diff = {"before": {"shm_size": 8589934592, "running": True, "env": ["A=1"]},
+            "after": {"shm_size": 4294967296, "running": True, "env": ["A=1"]}}
+    assert container_change_reason(diff) == "shm_size: 8589934592 -> 4294967296"
+
+
+def test_no_reason_when_created_started_or_unchanged():
+    assert container_change_reason({"before": {"exists": False, "running": False},
+                                    "after": {"exists": True, "running": True}}) == ""
+    assert container_change_reason({"before": {"running": False}, "after": {"running": True}}) == ""
+    assert container_change_reason({}) == ""
+    assert container_change_reason(None) == ""
+
+
+def test_npu_smi_filters(tmp_path):
+    text = open(os.path.join(ROOT, "tests", "fixtures", "npu_smi", "910b_8card_24.txt"), encoding="utf-8").read()
+    filters = FilterModule().filters()
+    assert len(filters["npu_smi_info"](text)["cards"]) == 8
+    assert filters["npu_smi_problems"](text, [0, 1]) == []
+    assert len(filters["npu_smi_problems"](text, [6])) == 1
