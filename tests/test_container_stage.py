@@ -44,11 +44,11 @@ def run(sim_host, tmp_path):
     name = "grpo-test-" + uuid.uuid4().hex[:8]
     workspace = tmp_path / "workspace"
 
-    def runner(extra=None, env=None, inventory_env=None):
+    def runner(extra=None, env=None, args=()):
         extra_vars = {"npu_container_name": name, "npu_container_workspace_host": str(workspace)}
         extra_vars.update(extra or {})
         return playbook("site.yml", "-i", "inventories/sim", "--tags", "container", "-e", json.dumps(extra_vars),
-                        env=env)
+                        *args, env=env)
 
     yield runner, name, workspace
     subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
@@ -137,3 +137,13 @@ def test_mode_none_uses_the_host(run):
     assert workspace.is_dir()
     # the second play ran on the host itself as a member of npu_envs
     assert "ok: [sim910b]" in result.stdout.split("Check that each training environment answers")[1]
+
+
+def test_check_mode_shows_the_container_and_creates_nothing(run):
+    runner, name, workspace = run
+    result = runner(args=("--check", "--diff"))
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "-    exists: false\n+    exists: true" in result.stdout
+    assert "does not run yet (check mode)" in result.stdout
+    assert not docker_exists(name)
+    assert not workspace.exists()
