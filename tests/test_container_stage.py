@@ -44,10 +44,10 @@ def run(sim_host, tmp_path):
     name = "grpo-test-" + uuid.uuid4().hex[:8]
     workspace = tmp_path / "workspace"
 
-    def runner(extra=None, env=None, args=()):
+    def runner(extra=None, env=None, args=(), tags="container"):
         extra_vars = {"npu_container_name": name, "npu_container_workspace_host": str(workspace)}
         extra_vars.update(extra or {})
-        return playbook("site.yml", "-i", "inventories/sim", "--tags", "container", "-e", json.dumps(extra_vars),
+        return playbook("site.yml", "-i", "inventories/sim", "--tags", tags, "-e", json.dumps(extra_vars),
                         *args, env=env)
 
     yield runner, name, workspace
@@ -147,3 +147,17 @@ def test_check_mode_shows_the_container_and_creates_nothing(run):
     assert "does not run yet (check mode)" in result.stdout
     assert not docker_exists(name)
     assert not workspace.exists()
+
+
+def test_other_stage_alone_still_finds_the_container(run):
+    """`--tags <later stage>` skips this stage's work but still puts its container into npu_envs."""
+    runner, name, workspace = run
+    assert runner().returncode == 0
+    alone = runner(tags="no_such_stage", args=("-v",))
+    assert alone.returncode == 0, alone.stdout[-3000:]
+    assert "(item=%s@sim910b)" % name in alone.stdout
+    assert "grpo_env_ready: true" in alone.stdout
+    assert "Run the CANN container" not in alone.stdout
+    subprocess.run(["docker", "stop", name], capture_output=True, check=True)
+    stopped = runner(tags="no_such_stage", args=("-v",))
+    assert "grpo_env_ready: false" in stopped.stdout and "grpo_env_ready: true" not in stopped.stdout
