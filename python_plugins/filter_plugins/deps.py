@@ -1,0 +1,17 @@
+"""Filters for the deps stage, over the plain-Python pins engine."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+from ascend_grpo import pins  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def pip_index_args(site):
+    """``{{ deps_pinning_site | pip_index_args }}`` -> pip options for the site's index settings."""
+    return pins.index_args({}, None, site or {})
+
+
+class FilterModule:
+    def filters(self):
+        return {"pip_index_args": pip_index_args}
