@@ -54,6 +54,19 @@ options:
     description: Distribution name of the editable source (checked to come from C(paths.verl)).
     type: str
     default: verl
+  source:
+    description:
+      - What the source stage put into C(paths.verl) (for example kind git and commit, or kind registry and
+        release). Compared with the stamp C(verl-source.json) in C(state_dir) (and, for git, with the checked-out
+        commit); C(satisfied) is true only when they match.
+    type: dict
+  fail_on_drift:
+    description: With C(state=verified), fail on drift (false only reports, for a quick look before deciding).
+    type: bool
+    default: true
+  pip_cache_dir:
+    description: pip's cache folder; in the workspace it survives the container, so a recreated one reinstalls fast.
+    type: path
   plan_platform:
     description:
       - Resolve for another platform from metadata only (for example arch aarch64, python_version 3.11,
@@ -102,126 +115,28 @@ table:
 
 import json
 import os
-import platform
-import subprocess
 import sys
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import pins
-
-_PROBE = r"""
-import json, sys
-from importlib import metadata
-names, editable = json.loads(sys.argv[1]), sys.argv[2]
-out = {}
-for dist in metadata.distributions():
-    name = dist.metadata["Name"]
-    if name:
-        out.setdefault(name, dist.version)
-where = None
-try:
-    dist = metadata.distribution(editable)
-    direct = dist.read_text("direct_url.json")
-    where = json.loads(direct)["url"] if direct else None
-except Exception:
-    pass
-print(json.dumps({"versions": out, "editable_url": where, "machine": __import__("platform").machine(),
-                  "python": "%d.%d" % sys.version_info[:2]}))
-"""
+from ansible.module_utils.ascend_grpo import pins, stack
 
 
-def probe(module, python, names, editable):
-    rc, out, err = module.run_command([python, "-c", _PROBE, json.dumps(names), editable])
-    if rc != 0:
-        module.fail_json(msg="cannot read the installed packages with %s: %s" % (python, err.strip()[-500:]))
-    data = json.loads(out)
-    data["versions"] = {pins.canonical(k): v for k, v in data["versions"].items()}
-    return data
-
-
-def manylinux_platforms(arch, glibc):
-    major, minor = (int(x) for x in str(glibc).split(".")[:2])
-    tags = ["manylinux_%d_%d_%s" % (major, m, arch) for m in range(minor, 16, -1)]
-    return tags + ["manylinux2014_%s" % arch, "linux_%s" % arch]
-
-
-def run_plan(module, p, python, arch, read_file):
-    profile = p["profile"]
-    request = pins.plan_request(profile, p["paths"], read_file, arch, p["site"])
-    report_path = os.path.join(p["state_dir"], "deps-plan-report.json")
-    argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-            "--disable-pip-version-check", "--retries", "2", "--timeout", "20", "--report", report_path] + request["index_args"]
-    cross = p["plan_platform"]
-    tmp = None
-    if cross:
-        tmp = tempfile.mkdtemp(prefix="deps-plan-")
-        argv += ["--target", tmp, "--only-binary=:all:", "--implementation", "cp",
-                 "--python-version", str(cross.get("python_version", "3.11")), "--use-feature=fast-deps"]
-        for tag in manylinux_platforms(cross.get("arch", "x86_64"), cross.get("glibc", "2.28")):
-            argv += ["--platform", tag]
-    constraints = os.path.join(p["state_dir"], "constraints.txt")
-    if profile.get("constraints"):
-        argv += ["-c", constraints]
-    env = {}
-    for phase in profile["phases"]:
-        env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
-    env["PIP_NO_INPUT"] = "1"
-    requirements = list(request["requirements"])
-    unplanned = []
-    for _attempt in range(10):
-        rc, out, err = module.run_command(argv + requirements, environ_update=env)
-        missing = _no_distribution(out + "\n" + err)
-        if rc == 0 or not cross or not missing:
-            break
-        # Cross-platform plans see wheels only: a source-only package cannot be planned here; it is resolved
-        # natively at install time. Core pins stay, so a missing pin still shows as missing below.
-        name = pins.canonical(pins.split_requirement(missing)[0])
-        if name in {pins.canonical(k) for k in profile["pins"]}:
-            break
-        unplanned.append(missing)
-        requirements = [r for r in requirements if pins.canonical(pins.split_requirement(r)[0]) != name]
-    resolved, conflicts = None, None
-    if rc == 0:
-        with open(report_path, encoding="utf-8") as handle:
-            resolved = pins.parse_report(json.load(handle))
-    else:
-        conflicts = pins.parse_conflict(out + "\n" + err)
-        if not conflicts:
-            module.fail_json(msg="pip could not plan profile %s: %s" % (profile["name"], explain_pip_error(
-                out + "\n" + err, p["site"], request["index_args"])), argv=argv)
-    analysis = pins.analyze_plan(profile["pins"], resolved, conflicts, request["fixed"], p["accept_drift"])
-    analysis["overrides"] = request["overrides"]
-    analysis["unplanned"] = unplanned
-    with open(os.path.join(p["state_dir"], "deps-plan.json"), "w", encoding="utf-8") as handle:
-        json.dump(analysis, handle, indent=2, sort_keys=True)
-    return analysis
-
-
-def _no_distribution(text):
-    for line in text.splitlines():
-        if "No matching distribution found for" in line:
-            return line.split("found for", 1)[1].strip()
-    return None
-
-
-def explain_pip_error(text, site, index_args):
-    """pip's failure in words a user can act on. Connection trouble first: pip then also says 'No matching
-    distribution', which would wrongly blame the pin."""
-    lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
-    for line in lines:
-        low = line.lower()
-        if any(word in low for word in ("connection", "timed out", "max retries", "name resolution",
-                                        "ssl", "proxyerror")):
-            return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
-                    "proxy and CA settings, or install offline with deps_pinning_wheelhouse." % line.strip()[:300])
-    req = _no_distribution(text)
-    if req:
-        return ("%s is not on the index (%s). Check the pin in the profile, or the index settings "
-                "(deps_pinning_index_url, deps_pinning_extra_index_urls, deps_pinning_wheelhouse)."
-                % (req, " ".join(index_args) or "pip's default index"))
-    return "\n".join(lines[-15:])
+def source_matches(source, state_dir, verl_dir, run):
+    """The source stamp in state_dir equals ``source`` (and a git tree is at the stamped commit)."""
+    if source is None:
+        return True
+    try:
+        with open(os.path.join(state_dir, "verl-source.json"), encoding="utf-8") as handle:
+            stamp = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    if stamp != source:
+        return False
+    if source.get("kind") == "git":
+        rc, out, _ = run(["git", "-C", verl_dir, "rev-parse", "HEAD"])
+        return rc == 0 and out.strip() == source.get("commit")
+    return True
 
 
 def main():
@@ -236,6 +151,9 @@ def main():
             state_dir=dict(type="path", required=True),
             editable_name=dict(type="str", default="verl"),
             plan_platform=dict(type="dict", default={}),
+            pip_cache_dir=dict(type="path"),
+            source=dict(type="dict"),
+            fail_on_drift=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -259,14 +177,24 @@ def main():
             module.fail_json(msg="requirements file %s of profile %s cannot be read: %s" % (
                 path, profile["name"], err.strerror))
 
+    pip_env = {"PIP_CACHE_DIR": p["pip_cache_dir"]} if p["pip_cache_dir"] else {}
+
+    def run(argv, env=None):
+        rc, out, err = module.run_command(argv, environ_update=env or {})
+        return rc, out, err
+
     editables = [pins.expand(ph["editable"], paths) for ph in profile["phases"] if ph.get("editable")]
-    names = list(profile["pins"])
-    before = probe(module, python, names, p["editable_name"])
+    try:
+        before = stack.probe(python, p["editable_name"], run)
+    except stack.StackError as err:
+        module.fail_json(msg=str(err))
     arch = before["machine"]
     report = pins.check_installed(profile["pins"], before["versions"], p["accept_drift"])
     editable_ok = all(before["editable_url"] == "file://" + os.path.abspath(e) for e in editables)
-    satisfied = report["ok"] and editable_ok  # accepted drift counts as satisfied, or every rerun would run pip
-    result = dict(changed=False, satisfied=satisfied, python=python, python_version=before["python"], arch=arch)
+    source_ok = source_matches(p["source"], p["state_dir"], paths.get("verl"), run)
+    # accepted drift counts as satisfied, or every rerun would run pip
+    satisfied = report["ok"] and editable_ok and source_ok
+    result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python, python_version=before["python"], arch=arch)
 
     def finish(report, **extra):
         path = os.path.join(p["state_dir"], "deps-drift.json")
@@ -275,7 +203,7 @@ def main():
                       indent=2, sort_keys=True)
         result.update(report=report, report_path=path,
                       table=pins.table(report["rows"], ["package", "expected", "installed", "status"]), **extra)
-        if not report["ok"]:
+        if not report["ok"] and p["fail_on_drift"]:
             module.fail_json(msg="drift in profile %s: %s (expected vs installed above; accept by name with "
                                  "deps_pinning_accept_drift only if you know why)" % (
                                      profile["name"], ", ".join(report["drift"])), **result)
@@ -292,7 +220,11 @@ def main():
     if p["state"] == "present" and satisfied:
         finish(report)
 
-    plan = run_plan(module, p, python, arch, read_file)
+    try:
+        plan = stack.plan(profile, paths, read_file, arch, p["site"], python, p["state_dir"], p["accept_drift"],
+                          p["plan_platform"] or None, pip_env, run)
+    except stack.StackError as err:
+        module.fail_json(msg="%s Nothing was installed." % err, **result)
     result["plan"] = plan
     result["plan_table"] = pins.table(plan["rows"], ["package", "pinned", "planned", "status", "pulled_by"])
     result["overrides"] = plan["overrides"]
@@ -310,13 +242,11 @@ def main():
     result["changed"] = True
     if module.check_mode:
         module.exit_json(**result)
-    for step in steps:
-        env = dict(step["env"], PIP_NO_INPUT="1")
-        rc, out, err = module.run_command(step["argv"], environ_update=env)
-        if rc != 0:
-            module.fail_json(msg="phase %s failed (exit %d): %s" % (step["phase"], rc, "\n".join(
-                (out + "\n" + err).strip().splitlines()[-20:])), **result)
-    after = probe(module, python, names, p["editable_name"])
+    try:
+        stack.install(steps, pip_env, run)
+        after = stack.probe(python, p["editable_name"], run)
+    except stack.StackError as err:
+        module.fail_json(msg=str(err), **result)
     finish(pins.check_installed(profile["pins"], after["versions"], p["accept_drift"]))
 
 

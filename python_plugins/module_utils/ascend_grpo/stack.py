@@ -1,0 +1,143 @@
+"""Run pip for a profile: read what is installed, plan (dry-run report), install the phases.
+
+Standard library only (it runs in the training environment). ``run`` is injectable for tests; by default it is
+subprocess.run returning (rc, stdout, stderr).
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+
+from . import pins
+
+PROBE = r"""
+import json, sys, platform
+from importlib import metadata
+editable = sys.argv[1]
+versions = {}
+for dist in metadata.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        versions.setdefault(name, dist.version)
+where = None
+try:
+    direct = metadata.distribution(editable).read_text("direct_url.json")
+    where = json.loads(direct)["url"] if direct else None
+except Exception:
+    pass
+print(json.dumps({"versions": versions, "editable_url": where, "machine": platform.machine(),
+                  "python": "%d.%d" % sys.version_info[:2]}))
+"""
+
+
+class StackError(RuntimeError):
+    """pip could not do what the profile asks; the message says why in a user's terms."""
+
+
+def default_run(argv, env=None):
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, **(env or {})))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def probe(python, editable_name, run=default_run):
+    """{"versions": {canonical: version}, "editable_url", "machine", "python"} of ``python``'s environment."""
+    rc, out, err = run([python, "-c", PROBE, editable_name])
+    if rc != 0:
+        raise StackError("cannot read the installed packages with %s: %s" % (python, err.strip()[-500:]))
+    data = json.loads(out)
+    data["versions"] = {pins.canonical(k): v for k, v in data["versions"].items()}
+    return data
+
+
+def manylinux_platforms(arch, glibc):
+    """pip needs every compatible tag spelled out: manylinux_2_35_aarch64 ... manylinux2014_aarch64."""
+    major, minor = (int(x) for x in str(glibc).split(".")[:2])
+    tags = ["manylinux_%d_%d_%s" % (major, m, arch) for m in range(minor, 16, -1)]
+    return tags + ["manylinux2014_%s" % arch, "linux_%s" % arch]
+
+
+def no_distribution(text):
+    for line in text.splitlines():
+        if "No matching distribution found for" in line:
+            return line.split("found for", 1)[1].strip()
+    return None
+
+
+def explain_pip_error(text, index_args):
+    """pip's failure in words a user can act on. Connection trouble first: pip then also says 'No matching
+    distribution', which would wrongly blame the pin."""
+    lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
+    for line in lines:
+        low = line.lower()
+        if any(word in low for word in ("connection", "timed out", "max retries", "name resolution",
+                                        "ssl", "proxyerror")):
+            return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
+                    "proxy and CA settings, or install offline with deps_pinning_wheelhouse." % line.strip()[:300])
+    req = no_distribution(text)
+    if req:
+        return ("%s is not on the index (%s). Check the pin in the profile, or the index settings "
+                "(deps_pinning_index_url, deps_pinning_extra_index_urls, deps_pinning_wheelhouse)."
+                % (req, " ".join(index_args) or "pip's default index"))
+    return "\n".join(lines[-15:])
+
+
+def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cross=None, env=None,
+         run=default_run):
+    """Resolve the whole profile without installing; returns pins.analyze_plan(...) plus overrides/unplanned.
+
+    cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only."""
+    request = pins.plan_request(profile, paths, read_file, arch, site)
+    report_path = os.path.join(state_dir, "deps-plan-report.json")
+    argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+            "--disable-pip-version-check", "--retries", "2", "--timeout", "20", "--report", report_path]
+    argv += request["index_args"]
+    if cross:
+        argv += ["--target", tempfile.mkdtemp(prefix="deps-plan-"), "--only-binary=:all:", "--implementation",
+                 "cp", "--python-version", str(cross.get("python_version", "3.11")), "--use-feature=fast-deps"]
+        for tag in manylinux_platforms(cross.get("arch", "x86_64"), cross.get("glibc", "2.28")):
+            argv += ["--platform", tag]
+    if profile.get("constraints"):
+        argv += ["-c", os.path.join(state_dir, "constraints.txt")]
+    full_env = dict(env or {}, PIP_NO_INPUT="1")
+    for phase in profile["phases"]:
+        full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
+    requirements = list(request["requirements"])
+    core = {pins.canonical(k) for k in profile["pins"]}
+    unplanned = []
+    for _attempt in range(20):
+        rc, out, err = run(argv + requirements, full_env)
+        missing = no_distribution(out + "\n" + err)
+        if rc == 0 or not cross or not missing:
+            break
+        # A cross-platform plan sees wheels only: a source-only package cannot be planned there (it is resolved
+        # natively at install). Core pins stay, so a missing pin still fails below.
+        name = pins.canonical(pins.split_requirement(missing)[0])
+        if name in core:
+            break
+        unplanned.append(missing)
+        requirements = [r for r in requirements if pins.canonical(pins.split_requirement(r)[0]) != name]
+    resolved = conflicts = None
+    if rc == 0:
+        with open(report_path, encoding="utf-8") as handle:
+            resolved = pins.parse_report(json.load(handle))
+    else:
+        conflicts = pins.parse_conflict(out + "\n" + err)
+        if not conflicts:
+            raise StackError("pip could not plan profile %s: %s" % (
+                profile["name"], explain_pip_error(out + "\n" + err, request["index_args"])))
+    analysis = pins.analyze_plan(profile["pins"], resolved, conflicts, request["fixed"], accept)
+    analysis.update(overrides=request["overrides"], unplanned=unplanned)
+    with open(os.path.join(state_dir, "deps-plan.json"), "w", encoding="utf-8") as handle:
+        json.dump(analysis, handle, indent=2, sort_keys=True)
+    return analysis
+
+
+def install(steps, env=None, run=default_run):
+    """Run the install steps in order; a failing phase stops with its last lines."""
+    for step in steps:
+        rc, out, err = run(step["argv"], dict(env or {}, PIP_NO_INPUT="1", **step["env"]))
+        if rc != 0:
+            tail = "\n".join((out + "\n" + err).strip().splitlines()[-20:])
+            raise StackError("phase %s failed (exit %d): %s" % (step["phase"], rc, tail))
