@@ -1,6 +1,35 @@
 import os
+import subprocess
 import sys
+
+import pytest
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python_plugins", "module_utils"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
+
+# The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def playbook(*args, env=None):
+    full_env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+                    ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                    **(env or {}))
+    return subprocess.run([ANSIBLE_PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, env=full_env,
+                          check=False, timeout=900)
+
+
+def docker_exists(name):
+    return subprocess.run(["docker", "container", "inspect", name], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def sim_host():
+    """Build (or reuse) the simulated host, as `make demo` does."""
+    result = playbook("playbooks/sim_host.yml", "-i", "inventories/sim")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+

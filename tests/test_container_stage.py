@@ -5,38 +5,13 @@ uses its own container name and workspace, so nothing collides with the demo or 
 """
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 
 import pytest
-from conftest import ROOT
+from conftest import docker_exists, playbook
 
 pytestmark = pytest.mark.integration
-
-# The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
-def playbook(*args, env=None):
-    full_env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                    ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                    **(env or {}))
-    return subprocess.run([ANSIBLE_PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, env=full_env,
-                          check=False, timeout=900)
-
-
-def docker_exists(name):
-    return subprocess.run(["docker", "container", "inspect", name], capture_output=True, check=False).returncode == 0
-
-
-@pytest.fixture(scope="session")
-def sim_host():
-    """Build (or reuse) the simulated host, as `make demo` does."""
-    result = playbook("playbooks/sim_host.yml", "-i", "inventories/sim")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-
 
 @pytest.fixture
 def run(sim_host, tmp_path):

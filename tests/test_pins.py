@@ -129,7 +129,7 @@ def test_conflict_parsing_and_acceptance():
     conflicts = pins.parse_conflict(fixture("conflict_urllib3.txt"))
     assert conflicts == [{"package": "urllib3", "wants": [
         {"by": "you (profile or constraints)", "spec": "urllib3==2.0.7"},
-        {"by": "botocore 1.29.0", "spec": "urllib3<1.27 and >=1.25.4"}]}]
+        {"by": "botocore 1.29.0", "spec": "urllib3<1.27 and >=1.25.4"}], "unavailable": True}]
     plan = pins.analyze_plan({"urllib3": "2.0.7", "botocore": "1.29.0"}, conflicts=conflicts)
     assert [(r["package"], r["status"]) for r in plan["rows"]] == [("botocore", "unresolved"), ("urllib3", "conflict")]
     assert plan["rows"][1]["pulled_by"] == ["you (profile or constraints) wants urllib3==2.0.7",
@@ -144,7 +144,8 @@ def test_vllm_conflict_text():
             "conflicting dependencies.\n\nThe conflict is caused by:\n    vllm 0.13.0 depends on torch==2.9.0\n"
             "    vllm-ascend 0.13.0 depends on torch==2.8.0\n\nTo fix this you could try to:\n")
     assert pins.parse_conflict(text) == [{"package": "torch", "wants": [
-        {"by": "vllm 0.13.0", "spec": "torch==2.9.0"}, {"by": "vllm-ascend 0.13.0", "spec": "torch==2.8.0"}]}]
+        {"by": "vllm 0.13.0", "spec": "torch==2.9.0"}, {"by": "vllm-ascend 0.13.0", "spec": "torch==2.8.0"}],
+        "unavailable": False}]
 
 
 def test_drift_report_and_table():

@@ -4,7 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import pins  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import pins, stack  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def pip_index_args(site):
@@ -12,6 +12,11 @@ def pip_index_args(site):
     return pins.index_args({}, None, site or {})
 
 
+def pip_error(text, index_args=()):
+    """``{{ result.stderr | pip_error(args) }}`` -> pip's failure in words a user can act on."""
+    return stack.explain_pip_error(text or "", list(index_args or []))
+
+
 class FilterModule:
     def filters(self):
-        return {"pip_index_args": pip_index_args}
+        return {"pip_index_args": pip_index_args, "pip_error": pip_error}

@@ -166,8 +166,6 @@ def main():
     paths = {k: str(v) for k, v in p["paths"].items()}
     p["paths"] = paths
     os.makedirs(p["state_dir"], exist_ok=True)
-    with open(os.path.join(p["state_dir"], "constraints.txt"), "w", encoding="utf-8") as handle:
-        handle.write(pins.constraints_text(profile["pins"]))
 
     def read_file(path):
         try:
@@ -237,7 +235,7 @@ def main():
         module.exit_json(**result)
 
     steps = pins.install_steps(profile, paths, read_file, arch, p["site"], python,
-                               os.path.join(p["state_dir"], "constraints.txt"))
+                               stack.write_constraints(profile, p["state_dir"]))
     result["steps"] = [{"phase": s["phase"], "command": " ".join(s["argv"]), "env": s["env"]} for s in steps]
     result["changed"] = True
     if module.check_mode:

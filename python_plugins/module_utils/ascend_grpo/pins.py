@@ -175,10 +175,12 @@ def index_args(phase, arch, site):
     args = []
     if site.get("wheelhouse"):
         return ["--no-index", "--find-links", site["wheelhouse"]]
-    index = site.get("index_url") or for_arch(phase.get("index_url"), arch)
+    own = not site.get("ignore_profile_indexes")  # a site mirror that serves everything replaces them
+    index = site.get("index_url") or (for_arch(phase.get("index_url"), arch) if own else None)
     if index:
         args += ["--index-url", index]
-    extras = list(site.get("extra_index_urls") or []) + list(for_arch(phase.get("extra_index_urls"), arch) or [])
+    extras = list(site.get("extra_index_urls") or []) + (
+        list(for_arch(phase.get("extra_index_urls"), arch) or []) if own else [])
     for url in extras:
         args += ["--extra-index-url", url]
     for link in list(site.get("find_links") or []) + list(for_arch(phase.get("find_links"), arch) or []):
@@ -237,7 +239,9 @@ def parse_report(report):
 
 
 def parse_conflict(text):
-    """pip's ResolutionImpossible explanation -> [{"package", "wants": [{"by", "spec"}]}] (by: "user" or "pkg ver")."""
+    """pip's ResolutionImpossible explanation -> [{"package", "wants": [{"by", "spec"}], "unavailable"}].
+
+    by: "you (profile or constraints)" or "pkg ver"; unavailable: pip found no distribution of it at all."""
     wants = {}
     cause = re.search(r"The conflict is caused by:\n(.*?)(?:\n\n|\Z)", text, re.S)
     if not cause:
@@ -251,8 +255,12 @@ def parse_conflict(text):
         else:
             dep, by = match.group("dep"), "%s %s" % (match.group("who"), match.group("ver"))
         name = split_requirement(dep)[0]
-        wants.setdefault(canonical(name), {"package": name, "wants": []})["wants"].append(
+        wants.setdefault(canonical(name), {"package": name, "wants": [], "unavailable": False})["wants"].append(
             {"by": by, "spec": dep.strip()})
+    missing = re.search(r"no matching distributions available for your environment:\n((?:[ \t]+\S+\n?)+)", text)
+    for name in (missing.group(1).split() if missing else []):
+        if canonical(name) in wants:
+            wants[canonical(name)]["unavailable"] = True
     return list(wants.values())
 
 

@@ -65,22 +65,40 @@ def no_distribution(text):
     return None
 
 
-def explain_pip_error(text, index_args):
-    """pip's failure in words a user can act on. Connection trouble first: pip then also says 'No matching
-    distribution', which would wrongly blame the pin."""
-    lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
-    for line in lines:
+def connection_trouble(text):
+    """The first line where pip could not reach an index, or None."""
+    for line in text.splitlines():
         low = line.lower()
-        if any(word in low for word in ("connection", "timed out", "max retries", "name resolution",
-                                        "ssl", "proxyerror")):
-            return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
-                    "proxy and CA settings, or install offline with deps_pinning_wheelhouse." % line.strip()[:300])
+        if "is ignored: it is neither" in low:
+            continue
+        if any(word in low for word in ("connection broken", "connection refused", "timed out", "max retries",
+                                        "name resolution", "sslerror", "proxyerror", "connectionerror")):
+            return line.strip()[:300]
+    return None
+
+
+def explain_pip_error(text, index_args):
+    """pip's failure in words a user can act on. Connection trouble first: pip then also reports the package as
+    missing or conflicting, which would wrongly blame the pin."""
+    lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
+    trouble = connection_trouble(text)
+    if trouble:
+        return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
+                "proxy and CA settings, or install offline with deps_pinning_wheelhouse." % trouble)
     req = no_distribution(text)
     if req:
-        return ("%s is not on the index (%s). Check the pin in the profile, or the index settings "
-                "(deps_pinning_index_url, deps_pinning_extra_index_urls, deps_pinning_wheelhouse)."
-                % (req, " ".join(index_args) or "pip's default index"))
+        return ("no distribution of %s for this platform and Python on the index (%s). Check the pin in the "
+                "profile, or the index settings (deps_pinning_index_url, deps_pinning_extra_index_urls, "
+                "deps_pinning_wheelhouse)." % (req, " ".join(index_args) or "pip's default index"))
     return "\n".join(lines[-15:])
+
+
+def write_constraints(profile, state_dir):
+    """The pins as a constraints file in state_dir (used by the plan and by every install phase)."""
+    path = os.path.join(state_dir, "constraints.txt")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(pins.constraints_text(profile["pins"]))
+    return path
 
 
 def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cross=None, env=None,
@@ -90,7 +108,8 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
     cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only."""
     request = pins.plan_request(profile, paths, read_file, arch, site)
     report_path = os.path.join(state_dir, "deps-plan-report.json")
-    argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+    # Not --quiet: pip explains a conflict ("The conflict is caused by") only at its normal level.
+    argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
             "--disable-pip-version-check", "--retries", "2", "--timeout", "20", "--report", report_path]
     argv += request["index_args"]
     if cross:
@@ -99,7 +118,7 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
         for tag in manylinux_platforms(cross.get("arch", "x86_64"), cross.get("glibc", "2.28")):
             argv += ["--platform", tag]
     if profile.get("constraints"):
-        argv += ["-c", os.path.join(state_dir, "constraints.txt")]
+        argv += ["-c", write_constraints(profile, state_dir)]
     full_env = dict(env or {}, PIP_NO_INPUT="1")
     for phase in profile["phases"]:
         full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
@@ -114,7 +133,8 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
         # A cross-platform plan sees wheels only: a source-only package cannot be planned there (it is resolved
         # natively at install). Core pins stay, so a missing pin still fails below.
         name = pins.canonical(pins.split_requirement(missing)[0])
-        if name in core:
+        listed = {pins.canonical(pins.split_requirement(r)[0]) for r in requirements}
+        if name in core or name not in listed:  # a pin, or a dependency of something listed: report it
             break
         unplanned.append(missing)
         requirements = [r for r in requirements if pins.canonical(pins.split_requirement(r)[0]) != name]
@@ -123,7 +143,19 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
         with open(report_path, encoding="utf-8") as handle:
             resolved = pins.parse_report(json.load(handle))
     else:
+        if connection_trouble(out + "\n" + err):
+            raise StackError("pip could not plan profile %s: %s" % (
+                profile["name"], explain_pip_error(out + "\n" + err, request["index_args"])))
         conflicts = pins.parse_conflict(out + "\n" + err)
+        # Wanted only by the profile itself (its requirement and its constraint agree, since pins replace other
+        # lines): no such version exists for this platform.
+        ghosts = [c for c in conflicts if all(w["by"].startswith("you") for w in c["wants"])]
+        if ghosts:
+            raise StackError("no distribution of %s for this platform and Python on the index (%s): check the pin "
+                             "in profile %s and the index settings (deps_pinning_index_url, "
+                             "deps_pinning_extra_index_urls, deps_pinning_wheelhouse)." % (
+                                 ", ".join(c["wants"][0]["spec"] for c in ghosts),
+                                 " ".join(request["index_args"]) or "pip's default index", profile["name"]))
         if not conflicts:
             raise StackError("pip could not plan profile %s: %s" % (
                 profile["name"], explain_pip_error(out + "\n" + err, request["index_args"])))

@@ -1,0 +1,92 @@
+"""The deps stage against the simulated host: each bad input fails, naming it, before anything is installed.
+
+One fresh container (the container stage, for real) serves every case; nothing is ever installed into it.
+"""
+
+import json
+import subprocess
+import uuid
+
+import pytest
+from conftest import playbook
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def env(sim_host, tmp_path_factory):
+    name = "grpo-deps-" + uuid.uuid4().hex[:8]
+    workspace = tmp_path_factory.mktemp("deps") / "workspace"
+    base = {"npu_container_name": name, "npu_container_workspace_host": str(workspace)}
+    made = playbook("site.yml", "-i", "inventories/sim", "--tags", "container", "-e", json.dumps(base))
+    assert made.returncode == 0, made.stdout[-3000:]
+
+    def deps(extra):
+        return playbook("site.yml", "-i", "inventories/sim", "--tags", "deps", "-e", json.dumps(dict(base, **extra)))
+
+    yield deps, name, workspace
+    subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+
+
+def nothing_installed(name):
+    probe = subprocess.run(["docker", "exec", name, "python3", "-c", "import torch"], capture_output=True,
+                           check=False)
+    return probe.returncode != 0
+
+
+def refused(result, name, *needles):
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out[-3000:]
+    for needle in needles:
+        assert needle in out, "%r not in output:\n%s" % (needle, out[-4000:])
+    assert nothing_installed(name)
+
+
+def test_unknown_profile(env):
+    deps, name, _ = env
+    refused(deps({"deps_pinning_profile": "vllm0.12"}), name,
+            "Unknown profile vllm0.12: set deps_pinning_profile to one of cpu-sim, vllm0.13.0, vllm0.9.1")
+
+
+def test_pin_not_on_the_index(env, tmp_path):
+    deps, name, _ = env
+    profile = tmp_path / "ghost.yml"
+    profile.write_text(json.dumps({"name": "ghost", "constraints": True, "pins": {"six": "0.0.42"},
+                                   "phases": [{"name": "p", "requirements": ["six==0.0.42"]},
+                                              {"name": "verl", "editable": "{verl}"}]}))
+    refused(deps({"deps_pinning_profile_file": str(profile)}), name,
+            "no distribution of six==0.0.42 for this platform and Python on the index", "profile ghost",
+            "Nothing was installed")
+
+
+def test_index_that_does_not_answer(env, tmp_path):
+    deps, name, _ = env
+    profile = tmp_path / "tiny.yml"
+    profile.write_text(json.dumps({"name": "tiny", "constraints": True, "pins": {"six": "1.16.0"},
+                                   "phases": [{"name": "p", "requirements": ["six==1.16.0"]},
+                                              {"name": "verl", "editable": "{verl}"}]}))
+    result = deps({"deps_pinning_profile_file": str(profile), "deps_pinning_index_url": "http://127.0.0.1:9/simple",
+                   "deps_pinning_verl_release": "0.6.0"})
+    refused(result, name, "verl==0.6.0 cannot be downloaded", "the package index does not answer",
+            "deps_pinning_index_url")
+
+
+def test_verl_commit_that_does_not_exist(env):
+    deps, name, workspace = env
+    mirror = workspace / "verl-mirror"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(mirror)], check=True)
+    (mirror / "README").write_text("verl stand-in\n")
+    subprocess.run(["git", "-C", str(mirror), "add", "README"], check=True)
+    subprocess.run(["git", "-C", str(mirror), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    ghost = "0123456789abcdef0123456789abcdef01234567"
+    result = deps({"deps_pinning_verl_source": "git", "deps_pinning_verl_repo": "/data/grpo/verl-mirror",
+                   "deps_pinning_verl_version": ghost})
+    refused(result, name, "Cannot check out verl commit %s from /data/grpo/verl-mirror" % ghost,
+            "deps_pinning_verl_version")
+
+
+def test_short_commit_is_refused(env):
+    deps, name, _ = env
+    refused(deps({"deps_pinning_verl_source": "git", "deps_pinning_verl_version": "634bd935"}), name,
+            "git needs deps_pinning_verl_version as a full 40-character commit (got 634bd935)")

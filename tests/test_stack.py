@@ -1,0 +1,100 @@
+"""The pip side of the deps engine against a real, throwaway environment and the real package index."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ascend_grpo import pins, stack
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    return str(root / "bin" / "python")
+
+
+def run_profile(profile, python, state_dir, accept=()):
+    """What the module does for state=present, without Ansible."""
+    os.makedirs(state_dir, exist_ok=True)
+    arch = stack.probe(python, "none")["machine"]
+    plan = stack.plan(profile, {}, None, arch, {}, python, state_dir, accept)
+    if plan["blocking"]:
+        return plan, None
+    stack.install(pins.install_steps(profile, {}, None, arch, {}, python,
+                                     stack.write_constraints(profile, state_dir)))
+    after = stack.probe(python, "none")
+    return plan, after
+
+
+def test_removal_runs_after_the_phase_that_brings_the_package_back(venv, tmp_path):
+    profile = {
+        "name": "removal", "constraints": True, "pins": {"python-dateutil": "2.9.0.post0"},
+        "phases": [
+            {"name": "drop-six", "remove": ["six"]},  # listed first, as the guide removes uvloop before vllm
+            {"name": "dateutil", "requirements": ["python-dateutil==2.9.0.post0"]},  # brings six
+        ],
+    }
+    plan, after = run_profile(profile, venv, str(tmp_path / "state"))
+    assert [(r["package"], r["planned"], r["status"]) for r in plan["rows"]] == [
+        ("python-dateutil", "2.9.0.post0", "ok")]
+    assert after["versions"]["python-dateutil"] == "2.9.0.post0"
+    assert "six" not in after["versions"]
+    report = pins.check_installed(profile["pins"], after["versions"])
+    assert report["ok"]
+
+
+def test_a_pin_a_later_phase_would_move_fails_before_installing(venv, tmp_path):
+    profile = {
+        "name": "moving", "constraints": False, "pins": {"urllib3": "2.0.7"},
+        "phases": [
+            {"name": "pins", "requirements": ["urllib3==2.0.7"]},
+            {"name": "later", "requirements": ["botocore==1.29.0"]},  # needs urllib3<1.27
+        ],
+    }
+    before = stack.probe(venv, "none")["versions"]
+    plan, after = run_profile(profile, venv, str(tmp_path / "state"))
+    assert after is None
+    assert plan["blocking"] == ["urllib3"]
+    row = plan["rows"][0]
+    assert row["status"] == "conflict"
+    assert "botocore 1.29.0 wants urllib3<1.27 and >=1.25.4" in row["pulled_by"]
+    assert stack.probe(venv, "none")["versions"] == before  # nothing installed
+
+
+def test_accepted_drift_installs_and_is_reported(venv, tmp_path):
+    profile = {
+        "name": "accepted", "constraints": False, "pins": {"urllib3": "2.0.7"},
+        "phases": [
+            {"name": "pins", "requirements": ["urllib3==2.0.7"]},
+            {"name": "later", "requirements": ["botocore==1.29.0"], "no_deps": False},
+        ],
+    }
+    plan, after = run_profile(profile, venv, str(tmp_path / "state"), accept=["urllib3"])
+    assert plan["accepted"] == ["urllib3"]
+    # installed in order without constraints, the later phase moves the pin, as in the guide
+    assert after["versions"]["urllib3"].startswith("1.26.")
+    report = pins.check_installed(profile["pins"], after["versions"], accept=["urllib3"])
+    assert report["ok"] and report["rows"][0]["status"] == "drift" and report["rows"][0]["accepted"]
+
+
+def test_pin_that_does_not_exist(venv, tmp_path):
+    profile = {"name": "ghost", "constraints": True, "pins": {"six": "0.0.42"},
+               "phases": [{"name": "p", "requirements": ["six==0.0.42"]}]}
+    with pytest.raises(stack.StackError, match="no distribution of six==0.0.42"):
+        run_profile(profile, venv, str(tmp_path / "state"))
+
+
+def test_index_that_does_not_answer(venv, tmp_path):
+    profile = {"name": "offline", "constraints": True, "pins": {"six": "1.16.0"},
+               "phases": [{"name": "p", "requirements": ["six==1.16.0"], "index_url": "http://127.0.0.1:9/simple"}]}
+    env = {"PIP_CONFIG_FILE": os.devnull}
+    state = str(tmp_path / "state")
+    os.makedirs(state)
+    with pytest.raises(stack.StackError, match="the package index does not answer"):
+        stack.plan(profile, {}, None, "x86_64", {}, venv, state,
+                   run=lambda argv, e=None: stack.default_run(argv, dict(e or {}, **env)))
