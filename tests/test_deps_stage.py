@@ -79,11 +79,18 @@ def test_verl_commit_that_does_not_exist(env):
     subprocess.run(["git", "-C", str(mirror), "add", "README"], check=True)
     subprocess.run(["git", "-C", str(mirror), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
                    check=True)
+    # A tree from another source, with a user's edit, is there: it must be moved aside, not lost.
+    (workspace / ".grpo").mkdir(exist_ok=True)
+    (workspace / ".grpo" / "verl-source.json").write_text('{"kind": "registry", "release": "0.5.0"}')
+    (workspace / "verl" / "verl").mkdir(parents=True, exist_ok=True)
+    (workspace / "verl" / "verl" / "my_edit.py").write_text("# mine\n")
     ghost = "0123456789abcdef0123456789abcdef01234567"
     result = deps({"deps_pinning_verl_source": "git", "deps_pinning_verl_repo": "/data/grpo/verl-mirror",
                    "deps_pinning_verl_version": ghost})
     refused(result, name, "Cannot check out verl commit %s from /data/grpo/verl-mirror" % ghost,
             "deps_pinning_verl_version")
+    kept = list(workspace.glob("verl.replaced-*/verl/my_edit.py"))
+    assert len(kept) == 1 and kept[0].read_text() == "# mine\n"
 
 
 def test_short_commit_is_refused(env):
