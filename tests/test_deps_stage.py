@@ -4,6 +4,7 @@ One fresh container (the container stage, for real) serves every case; nothing i
 """
 
 import json
+import re
 import subprocess
 import uuid
 
@@ -21,8 +22,9 @@ def env(sim_host, tmp_path_factory):
     made = playbook("site.yml", "-i", "inventories/sim", "--tags", "container", "-e", json.dumps(base))
     assert made.returncode == 0, made.stdout[-3000:]
 
-    def deps(extra):
-        return playbook("site.yml", "-i", "inventories/sim", "--tags", "deps", "-e", json.dumps(dict(base, **extra)))
+    def deps(extra, *args):
+        return playbook("site.yml", "-i", "inventories/sim", "--tags", "deps", "-e", json.dumps(dict(base, **extra)),
+                        *args)
 
     yield deps, name, workspace
     subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
@@ -97,3 +99,13 @@ def test_short_commit_is_refused(env):
     deps, name, _ = env
     refused(deps({"deps_pinning_verl_source": "git", "deps_pinning_verl_version": "634bd935"}), name,
             "git needs deps_pinning_verl_version as a full 40-character commit (got 634bd935)")
+
+
+def test_check_mode_shows_the_install_and_installs_nothing(env):
+    deps, name, _ = env
+    result = deps({}, "--check")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "Would run, in order:" in result.stdout
+    assert re.search(r"- torch +2\.13\.0 +2\.13\.0\+cpu +ok", result.stdout)  # the plan's table
+    assert "-m pip uninstall -y uvloop" in result.stdout
+    assert nothing_installed(name)
