@@ -50,24 +50,26 @@ def test_unknown_profile(env):
             "Unknown profile vllm0.12: set deps_pinning_profile to one of cpu-sim, vllm0.13.0, vllm0.9.1")
 
 
+def one_pin_profile(tmp_path, name, version):
+    """A profile file of one pinned package (six) plus verl, as a user would bring."""
+    profile = tmp_path / (name + ".yml")
+    profile.write_text(json.dumps({"name": name, "constraints": True, "pins": {"six": version},
+                                   "phases": [{"name": "p", "requirements": ["six==" + version]},
+                                              {"name": "verl", "editable": "{verl}"}]}))
+    return str(profile)
+
+
 def test_pin_not_on_the_index(env, tmp_path):
     deps, name, _ = env
-    profile = tmp_path / "ghost.yml"
-    profile.write_text(json.dumps({"name": "ghost", "constraints": True, "pins": {"six": "0.0.42"},
-                                   "phases": [{"name": "p", "requirements": ["six==0.0.42"]},
-                                              {"name": "verl", "editable": "{verl}"}]}))
-    refused(deps({"deps_pinning_profile_file": str(profile)}), name,
+    refused(deps({"deps_pinning_profile_file": one_pin_profile(tmp_path, "ghost", "0.0.42")}), name,
             "no distribution of six==0.0.42 for this platform and Python on the index", "profile ghost",
             "Nothing was installed")
 
 
 def test_index_that_does_not_answer(env, tmp_path):
     deps, name, _ = env
-    profile = tmp_path / "tiny.yml"
-    profile.write_text(json.dumps({"name": "tiny", "constraints": True, "pins": {"six": "1.16.0"},
-                                   "phases": [{"name": "p", "requirements": ["six==1.16.0"]},
-                                              {"name": "verl", "editable": "{verl}"}]}))
-    result = deps({"deps_pinning_profile_file": str(profile), "deps_pinning_index_url": "http://127.0.0.1:9/simple",
+    result = deps({"deps_pinning_profile_file": one_pin_profile(tmp_path, "tiny", "1.16.0"),
+                   "deps_pinning_index_url": "http://127.0.0.1:9/simple",
                    "deps_pinning_verl_release": "0.6.0"})
     refused(result, name, "verl==0.6.0 cannot be downloaded", "the package index does not answer",
             "deps_pinning_index_url")
