@@ -111,3 +111,28 @@ def test_check_mode_shows_the_install_and_installs_nothing(env):
     assert re.search(r"- torch +2\.13\.0 +2\.13\.0\+cpu +ok", result.stdout)  # the plan's table
     assert "-m pip uninstall -y uvloop" in result.stdout
     assert nothing_installed(name)
+
+
+def test_dirty_tree_at_the_pinned_commit_is_accepted(env, tmp_path):
+    """The patch stage edits verl in place: at the right commit, local edits are not an error."""
+    deps, name, workspace = env
+    mirror = workspace / "verl-src"
+    (mirror / "verl").mkdir(parents=True)
+    (mirror / "verl" / "__init__.py").write_text("")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(mirror)], check=True)
+    subprocess.run(["git", "-C", str(mirror), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(mirror), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    commit = subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    settings = {"deps_pinning_verl_source": "git", "deps_pinning_verl_repo": "/data/grpo/verl-src",
+                "deps_pinning_verl_version": commit,
+                "deps_pinning_profile_file": one_pin_profile(tmp_path, "ghost", "0.0.42")}
+    first = deps(settings)  # clones, then stops at the plan (the ghost pin)
+    assert "no distribution of six==0.0.42" in first.stdout
+    (workspace / "verl" / "verl" / "__init__.py").write_text("# patched\n")
+    again = deps(settings)
+    assert "Cannot check out" not in again.stdout
+    assert "no distribution of six==0.0.42" in again.stdout  # got past the source step
+    assert (workspace / "verl" / "verl" / "__init__.py").read_text() == "# patched\n"
+    assert nothing_installed(name)
