@@ -163,3 +163,18 @@ def test_drift_report_and_table():
         "torch    2.8.0     2.8.0+cpu  ok",
     ]
     json.dumps(report)
+
+
+def test_plan_text():
+    plan = {"rows": [{"package": "ray", "pinned": "2.41.0", "planned": "2.48.0", "status": "drift",
+                      "pulled_by": ["vllm 0.13.0: ray[cgraph]>=2.48.0"]}],
+            "overrides": [{"phase": "p", "source": "/v/requirements-npu.txt", "asked": "ray==2.46.0",
+                           "pinned": "ray==2.41.0"}],
+            "unplanned": ["pylatexenc"]}
+    assert pins.plan_text(plan) == [
+        "package  pinned  planned  status  pulled_by",
+        "-------  ------  -------  ------  --------------------------------",
+        "ray      2.41.0  2.48.0   drift   vllm 0.13.0: ray[cgraph]>=2.48.0",
+        "replaced ray==2.46.0 by ray==2.41.0 (/v/requirements-npu.txt)",
+        "not planned here (no wheel for the target): pylatexenc",
+    ]

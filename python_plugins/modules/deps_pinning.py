@@ -95,6 +95,11 @@ plan:
   description: Per core package, pinned vs planned version, status (ok, drift, conflict, missing) and who pulls it.
   returned: when a plan was made
   type: dict
+plan_lines:
+  description: The plan as readable lines (table, replaced requirement lines, what could not be planned).
+  returned: when a plan was made
+  type: list
+  elements: str
 overrides:
   description: Requirement-file lines of core packages that the profile's pins replaced.
   returned: when a plan was made
@@ -192,7 +197,8 @@ def main():
     source_ok = source_matches(p["source"], p["state_dir"], paths.get("verl"), run)
     # accepted drift counts as satisfied, or every rerun would run pip
     satisfied = report["ok"] and editable_ok and source_ok
-    result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python, python_version=before["python"], arch=arch)
+    result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python,
+                  python_version=before["python"], arch=arch)
 
     def finish(report, **extra):
         path = os.path.join(p["state_dir"], "deps-drift.json")
@@ -224,13 +230,13 @@ def main():
     except stack.StackError as err:
         module.fail_json(msg="%s Nothing was installed." % err, **result)
     result["plan"] = plan
-    result["plan_table"] = pins.table(plan["rows"], ["package", "pinned", "planned", "status", "pulled_by"])
+    result["plan_lines"] = pins.plan_text(plan)
     result["overrides"] = plan["overrides"]
     if plan["blocking"]:
         module.fail_json(msg="profile %s cannot keep its pins: %s. Nothing was installed. Fix the profile, or "
                              "accept by name (deps_pinning_accept_drift: [%s]) if you know why.\n%s" % (
                                  profile["name"], ", ".join(plan["blocking"]), ", ".join(plan["blocking"]),
-                                 result["plan_table"]), **result)
+                                 "\n".join(result["plan_lines"])), **result)
     if p["state"] == "planned":
         module.exit_json(**result)
 

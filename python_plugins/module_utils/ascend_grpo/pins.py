@@ -374,3 +374,12 @@ def install_steps(profile, paths, read_file, arch, site, python, constraints_pat
 
 def removed_packages(profile):
     return [name for phase in profile["phases"] for name in phase.get("remove") or []]
+
+
+def plan_text(plan):
+    """The plan as lines for a person: the table, then each requirement line a pin replaced, then what a
+    cross-platform plan could not see."""
+    lines = table(plan["rows"], ["package", "pinned", "planned", "status", "pulled_by"]).splitlines()
+    lines += ["replaced %s by %s (%s)" % (o["asked"], o["pinned"], o["source"]) for o in plan.get("overrides", [])]
+    lines += ["not planned here (no wheel for the target): %s" % u for u in plan.get("unplanned", [])]
+    return lines
