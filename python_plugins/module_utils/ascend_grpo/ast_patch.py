@@ -1,0 +1,349 @@
+"""Source patches found with ``ast`` and applied to exactly their spans; every other byte stays as it was.
+
+Plain Python, standard library only (it runs in the training environment). An operation is data (a dict with
+``op`` and its fields) and knows three states for a file's text:
+
+- ``original``: the code it expects is there -> it has edits to make;
+- ``applied``: the result is already there -> nothing to do;
+- ``neither``: -> PatchError naming the file, the line and what was expected; the file is not touched.
+
+Edits are (start, end, replacement) byte spans of the UTF-8 source (ast reports byte columns). The patched text
+must parse and byte-compile, or nothing is written.
+
+Operations:
+- import_module: {file, from, to, count?}: ``from <from> import ...`` -> ``from <to> import ...`` (names kept,
+  single- or multi-line).
+- rename: {file, symbol, to, members}: every use of ``symbol`` -> ``to`` (imports included); ``symbol.X`` ->
+  ``to.members[X]``; a member with no mapping is an error (the guide's blind rename left a member that does not
+  exist).
+- annotation_import: {file, module, name}: an import whose name serves only annotations may fail; it is
+  wrapped in try/except ImportError binding the name to a string.
+- replace_statement: {file, function, old, new}: inside ``function`` (``Class.method`` or ``func``), the
+  statement equal (by AST) to ``old`` becomes ``new`` (re-indented).
+- keyword_value: {file, call, keyword, old, new}: in calls to ``call``, ``keyword=<old>`` -> ``keyword=<new>``.
+- create_file: {file, content}: the file with exactly this content.
+"""
+
+import ast
+import difflib
+import io
+import os
+import textwrap
+import tokenize
+
+ORIGINAL, APPLIED = "original", "applied"
+
+
+class PatchError(ValueError):
+    """The file is in neither the original nor the applied shape; the message says where and what."""
+
+
+class Source:
+    """A file's text with byte offsets for ast positions."""
+
+    def __init__(self, path, text):
+        self.path = path
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.tree = ast.parse(text, filename=path)
+        self.line_starts = [0]
+        for line in self.data.splitlines(keepends=True):
+            self.line_starts.append(self.line_starts[-1] + len(line))
+
+    def offset(self, lineno, col):
+        return self.line_starts[lineno - 1] + col
+
+    def span(self, node):
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
+
+    def segment(self, node):
+        start, end = self.span(node)
+        return self.data[start:end].decode("utf-8")
+
+    def line_indent(self, node):
+        start = self.line_starts[node.lineno - 1]
+        line = self.data[start:self.offset(node.lineno, node.col_offset)].decode("utf-8")
+        return line if not line.strip() else None
+
+    def fail(self, node, expected):
+        where = "%s:%d" % (self.path, node.lineno) if node is not None else self.path
+        raise PatchError("%s: expected %s" % (where, expected))
+
+
+def _same(a, b):
+    return ast.dump(a) == ast.dump(b)
+
+
+def _statement(code):
+    body = ast.parse(textwrap.dedent(code)).body
+    if len(body) != 1:
+        raise ValueError("expected one statement: %r" % code)
+    return body[0]
+
+
+def _expression(code):
+    return ast.parse(code.strip(), mode="eval").body
+
+
+def _module_span(src, node):
+    """Byte span of the dotted module name in a ``from X import`` statement."""
+    start, _ = src.span(node)
+    segment = src.segment(node)
+    tokens = list(tokenize.generate_tokens(io.StringIO(segment).readline))
+    first = last = None
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string == "from" and first is None:
+            continue
+        if tok.type == tokenize.NAME and tok.string == "import":
+            break
+        if first is None:
+            first = tok
+        last = tok
+    begin = start + _char_to_byte(segment, first.start)
+    end = start + _char_to_byte(segment, last.end)
+    return begin, end
+
+
+def _char_to_byte(segment, pos):
+    row, col = pos
+    lines = segment.splitlines(keepends=True)
+    before = "".join(lines[:row - 1]) + lines[row - 1][:col]
+    return len(before.encode("utf-8"))
+
+
+def _funcs(tree, qualified):
+    parts = qualified.split(".")
+    scopes = [tree]
+    for part in parts:
+        found = []
+        for scope in scopes:
+            for node in ast.iter_child_nodes(scope):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == part:
+                    found.append(node)
+        scopes = found
+    return scopes
+
+
+def _walk_statements(node):
+    for child in ast.walk(node):
+        if isinstance(child, ast.stmt) and child is not node:
+            yield child
+
+
+def op_import_module(src, op):
+    old = [n for n in ast.walk(src.tree) if isinstance(n, ast.ImportFrom) and n.module == op["from"] and not n.level]
+    new = [n for n in ast.walk(src.tree) if isinstance(n, ast.ImportFrom) and n.module == op["to"] and not n.level]
+    count = op.get("count")
+    if old:
+        if count is not None and len(old) + len(new) != count:
+            src.fail(old[0], "%d import(s) from %s, found %d" % (count, op["from"], len(old) + len(new)))
+        return ORIGINAL, [(*_module_span(src, n), op["to"]) for n in old]
+    if new and (count is None or len(new) == count):
+        return APPLIED, []
+    src.fail(None, "an import from %s (or, patched, from %s)" % (op["from"], op["to"]))
+
+
+def op_rename(src, op):
+    symbol, to, members = op["symbol"], op["to"], op.get("members") or {}
+    edits, seen_new = [], False
+    attr_values = set()
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == symbol:
+            if node.attr not in members:
+                src.fail(node, "a mapping for %s.%s (members: %s)" % (symbol, node.attr, sorted(members) or "none"))
+            start, end = src.span(node)
+            edits.append((start, end, "%s.%s" % (to, members[node.attr])))
+            attr_values.add(id(node.value))
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Name) and node.id == symbol and id(node) not in attr_values:
+            edits.append((*src.span(node), to))
+        elif isinstance(node, ast.Name) and node.id == to:
+            seen_new = True
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == symbol:
+                    edits.append(_alias_span(src, node, symbol) + (to,))
+                elif alias.name == to:
+                    seen_new = True
+    if edits:
+        return ORIGINAL, edits
+    if seen_new:
+        return APPLIED, []
+    src.fail(None, "a use of %s (or, patched, of %s)" % (symbol, to))
+
+
+def _alias_span(src, node, name):
+    start, _ = src.span(node)
+    segment = src.segment(node)
+    for tok in tokenize.generate_tokens(io.StringIO(segment).readline):
+        if tok.type == tokenize.NAME and tok.string == name:
+            return start + _char_to_byte(segment, tok.start), start + _char_to_byte(segment, tok.end)
+    src.fail(node, "the name %s in this import" % name)
+
+
+def op_annotation_import(src, op):
+    module, name = op["module"], op["name"]
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Try):
+            for inner in node.body:
+                if isinstance(inner, ast.ImportFrom) and inner.module == module:
+                    return APPLIED, []
+    imports = [n for n in ast.walk(src.tree) if isinstance(n, ast.ImportFrom) and n.module == module
+               and [a.name for a in n.names] == [name]]
+    if len(imports) != 1:
+        src.fail(None, "one 'from %s import %s'" % (module, name))
+    node = imports[0]
+    annotations = set()
+    for fn in ast.walk(src.tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs + [fn.args.vararg, fn.args.kwarg]
+            for ann in [a.annotation for a in args if a is not None and a.annotation is not None] + [fn.returns]:
+                if ann is not None:
+                    annotations.update(id(n) for n in ast.walk(ann))
+        elif isinstance(fn, ast.AnnAssign):
+            annotations.update(id(n) for n in ast.walk(fn.annotation))
+    for use in ast.walk(src.tree):
+        if isinstance(use, ast.Name) and use.id == name and id(use) not in annotations:
+            src.fail(use, "%s used only in annotations, but it is used here" % name)
+    indent = src.line_indent(node)
+    if indent is None:
+        src.fail(node, "the import on a line of its own")
+    text = src.segment(node)
+    wrapped = ("try:\n{i}    {imp}\n{i}except ImportError:  # gone from newer releases; only annotations use it\n"
+               "{i}    {name} = {quoted}").format(i=indent, imp=text, name=name, quoted=repr(name))
+    return ORIGINAL, [(*src.span(node), wrapped)]
+
+
+def op_replace_statement(src, op):
+    old, new = _statement(op["old"]), _statement(op["new"])
+    funcs = _funcs(src.tree, op["function"])
+    if len(funcs) != 1:
+        src.fail(None, "one function %s, found %d" % (op["function"], len(funcs)))
+    matches_old = [s for s in _walk_statements(funcs[0]) if _same(s, old)]
+    matches_new = [s for s in _walk_statements(funcs[0]) if _same(s, new)]
+    if len(matches_old) == 1:
+        stmt = matches_old[0]
+        indent = src.line_indent(stmt)
+        if indent is None:
+            src.fail(stmt, "the statement on a line of its own")
+        body = textwrap.dedent(op["new"]).strip("\n").splitlines()
+        text = ("\n".join((indent + line) if line.strip() else line for line in body))[len(indent):]
+        return ORIGINAL, [(*src.span(stmt), text)]
+    if matches_new and not matches_old:
+        return APPLIED, []
+    src.fail(funcs[0], "in %s one statement `%s`, found %d" % (op["function"], op["old"].strip(), len(matches_old)))
+
+
+def _call_name(call):
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def op_keyword_value(src, op):
+    old, new = _expression(op["old"]), _expression(op["new"])
+    edits, applied = [], 0
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Call) and _call_name(node) == op["call"]:
+            for kw in node.keywords:
+                if kw.arg == op["keyword"]:
+                    if _same(kw.value, old):
+                        edits.append((*src.span(kw.value), op["new"].strip()))
+                    elif _same(kw.value, new):
+                        applied += 1
+    if edits:
+        return ORIGINAL, edits
+    if applied:
+        return APPLIED, []
+    src.fail(None, "a call %s(..., %s=%s)" % (op["call"], op["keyword"], op["old"].strip()))
+
+
+OPERATIONS = {
+    "import_module": op_import_module,
+    "rename": op_rename,
+    "annotation_import": op_annotation_import,
+    "replace_statement": op_replace_statement,
+    "keyword_value": op_keyword_value,
+}
+
+
+def apply_edits(data, edits):
+    edits = sorted(edits, key=lambda e: e[0])
+    for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):
+        if s2 < e1:
+            raise PatchError("two operations edit overlapping spans (%d-%d, %d-)" % (s1, e1, s2))
+    out, pos = [], 0
+    for start, end, text in edits:
+        out += [data[pos:start], text.encode("utf-8")]
+        pos = end
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+def patch_text(path, text, ops):
+    """Apply ``ops`` (all for this file) to ``text``. Returns (new_text, [(op index, state)])."""
+    states, current = [], text
+    for index, op in enumerate(ops):
+        src = Source(path, current)
+        if op["op"] not in OPERATIONS:
+            raise PatchError("%s: unknown operation %r (known: %s)" % (path, op["op"], ", ".join(sorted(OPERATIONS))))
+        for field in ("old", "new"):
+            if field in op:
+                try:
+                    ast.parse(textwrap.dedent(op[field]).strip())
+                except SyntaxError as err:
+                    raise PatchError("operation %s on %s: %r does not parse (%s)" % (
+                        op["op"], path, field, err.msg)) from err
+        state, edits = OPERATIONS[op["op"]](src, op)
+        states.append((index, state))
+        if edits:
+            current = apply_edits(src.data, edits).decode("utf-8")
+    try:
+        compile(current, path, "exec")
+    except SyntaxError as err:
+        raise PatchError("%s: the patched file does not compile (%s); left as it was" % (path, err)) from err
+    return current, states
+
+
+def unified_diff(path, old, new):
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        "a/" + path, "b/" + path))
+
+
+def apply_profile(root, ops, check=False):
+    """Apply a profile's operations under ``root``. Returns [{"file", "changed", "states", "diff"}].
+
+    Nothing is written when any file is in neither shape (all files are checked before any is written)."""
+    by_file = {}
+    for op in ops:
+        by_file.setdefault(op["file"], []).append(op)
+    results, writes = [], []
+    for rel, file_ops in by_file.items():
+        path = os.path.join(root, rel)
+        creates = [o for o in file_ops if o["op"] == "create_file"]
+        if creates:
+            want = creates[0]["content"]
+            have = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+            if have is not None and have != want:
+                raise PatchError("%s exists with other content than this package's; move it aside to recreate it"
+                                 % rel)
+            results.append({"file": rel, "changed": have is None, "states": [ORIGINAL if have is None else APPLIED],
+                            "diff": unified_diff(rel, "", want) if have is None else ""})
+            if have is None:
+                writes.append((path, want))
+            continue
+        if not os.path.exists(path):
+            raise PatchError("%s: file not found under %s" % (rel, root))
+        old = open(path, encoding="utf-8").read()
+        new, states = patch_text(rel, old, file_ops)
+        results.append({"file": rel, "changed": new != old, "states": [s for _, s in states],
+                        "diff": unified_diff(rel, old, new)})
+        if new != old:
+            writes.append((path, new))
+    if not check:
+        for path, text in writes:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + ".grpo-tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+    return results

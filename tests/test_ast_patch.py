@@ -1,0 +1,168 @@
+"""The AST patch engine on real upstream code: verl 0.5.0 and 0.6.0 wheels from the registry (cached)."""
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from conftest import ROOT
+
+from ascend_grpo import ast_patch
+
+CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
+NPU_HELPERS = "verl.workers.engine.fsdp.npu_padding_utils"
+FLASH = "transformers.integrations.npu_flash_attention"
+
+
+def verl_tree(version, tmp_path):
+    """verl==version's wheel from the registry (downloaded once), unpacked into tmp_path."""
+    where = os.path.join(CACHE, "verl-%s" % version)
+    wheels = [f for f in os.listdir(where) if f.endswith(".whl")] if os.path.isdir(where) else []
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
+                        where, "verl==%s" % version], check=True)
+        wheels = [f for f in os.listdir(where) if f.endswith(".whl")]
+    with zipfile.ZipFile(os.path.join(where, wheels[0])) as archive:
+        archive.extractall(tmp_path)
+    return str(tmp_path)
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel), encoding="utf-8") as handle:
+        return handle.read()
+
+
+FLASH_FILES_050 = ["verl/workers/actor/dp_actor.py", "verl/workers/fsdp_workers.py",
+                   "verl/trainer/fsdp_sft_trainer.py", "verl/workers/critic/dp_critic.py",
+                   "verl/workers/engine/fsdp/engine_impl.py"]
+
+
+@pytest.fixture
+def v050(tmp_path):
+    return verl_tree("0.5.0", tmp_path)
+
+
+def flash_ops(files):
+    return [{"op": "import_module", "file": f, "from": FLASH, "to": NPU_HELPERS, "count": 1} for f in files]
+
+
+def test_import_rewrite_keeps_every_other_byte(v050):
+    before = {f: read(v050, f) for f in FLASH_FILES_050}
+    results = ast_patch.apply_profile(v050, flash_ops(FLASH_FILES_050))
+    assert [r["states"] for r in results] == [["original"]] * 5
+    for rel in FLASH_FILES_050:
+        after = read(v050, rel)
+        assert after == before[rel].replace("from %s import" % FLASH, "from %s import" % NPU_HELPERS)
+        assert FLASH not in after
+    multi = read(v050, "verl/workers/fsdp_workers.py")
+    assert ("            from %s import (\n                index_first_axis,\n                pad_input,\n"
+            % NPU_HELPERS) in multi
+
+
+def test_second_run_and_check_mode_change_nothing(v050):
+    ops = flash_ops(FLASH_FILES_050)
+    checked = ast_patch.apply_profile(v050, ops, check=True)
+    assert all(r["changed"] and r["diff"].startswith("--- a/") for r in checked)
+    assert FLASH in read(v050, FLASH_FILES_050[0])  # check mode wrote nothing
+    ast_patch.apply_profile(v050, ops)
+    again = ast_patch.apply_profile(v050, ops)
+    assert [(r["changed"], r["states"], r["diff"]) for r in again] == [(False, ["applied"], "")] * 5
+
+
+def test_unknown_shape_fails_and_touches_nothing(v050):
+    rel = "verl/workers/critic/dp_critic.py"
+    path = os.path.join(v050, rel)
+    text = read(v050, rel).replace("from %s import" % FLASH, "from somewhere.different import")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    ops = flash_ops(["verl/workers/actor/dp_actor.py", rel])
+    with pytest.raises(ast_patch.PatchError, match=r"verl/workers/critic/dp_critic.py: expected an import from "):
+        ast_patch.apply_profile(v050, ops)
+    assert FLASH in read(v050, "verl/workers/actor/dp_actor.py")  # the good file was not written either
+    assert read(v050, rel) == text
+
+
+def test_cpu_changes_on_verl_050(v050):
+    ops = [
+        {"op": "replace_statement", "file": "verl/utils/device.py", "function": "get_nccl_backend",
+         "old": 'raise RuntimeError(f"No available nccl backend found on device type {get_device_name()}.")',
+         "new": 'return "gloo"'},
+        {"op": "keyword_value", "file": "verl/trainer/ppo/ray_trainer.py", "call": "RayResourcePool",
+         "keyword": "use_gpu", "old": "True", "new": "torch.cuda.is_available()"},
+    ]
+    before = read(v050, "verl/utils/device.py")
+    ast_patch.apply_profile(v050, ops)
+    after = read(v050, "verl/utils/device.py")
+    assert after == before.replace(
+        '        raise RuntimeError(f"No available nccl backend found on device type {get_device_name()}.")',
+        '        return "gloo"')
+    trainer = read(v050, "verl/trainer/ppo/ray_trainer.py")
+    assert "process_on_nodes=process_on_nodes, use_gpu=torch.cuda.is_available(), max_colocate_count=1" in trainer
+    assert [r["states"] for r in ast_patch.apply_profile(v050, ops)] == [["applied"], ["applied"]]
+
+
+def test_rename_with_member_mapping(tmp_path):
+    v060 = verl_tree("0.6.0", tmp_path)
+    rel = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
+    before = read(v060, rel)
+    assert "CompilationLevel" in before
+    bad = {"op": "rename", "file": rel, "symbol": "CompilationLevel", "to": "CompilationMode", "members": {}}
+    with pytest.raises(ast_patch.PatchError, match=r"expected a mapping for CompilationLevel\.PIECEWISE"):
+        ast_patch.apply_profile(v060, [bad])
+    good = dict(bad, members={"PIECEWISE": "VLLM_COMPILE"})
+    ast_patch.apply_profile(v060, [good])
+    after = read(v060, rel)
+    assert "CompilationLevel" not in after
+    assert "from vllm.config import CompilationConfig, CompilationMode" in after
+    assert "CompilationMode.VLLM_COMPILE" in after and "PIECEWISE" not in after
+    assert after == before.replace("CompilationLevel.PIECEWISE", "CompilationMode.VLLM_COMPILE").replace(
+        "CompilationLevel", "CompilationMode")
+
+
+SPMD_634 = '''import torch
+from vllm.model_executor.sampling_metadata import SamplingMetadata  # noqa: keep this comment
+
+
+def _monkey_patch_compute_logits(model, vocab_size: int):
+    original_compute_logits = model.compute_logits
+
+    def compute_logits(
+        hidden_states: torch.Tensor,
+        sampling_metadata: SamplingMetadata,
+    ) -> torch.Tensor:
+        logits = original_compute_logits(hidden_states, sampling_metadata)
+        logits[..., vocab_size:] = float("-inf")
+        return logits
+'''
+
+
+def test_annotation_only_import_made_harmless(tmp_path):
+    (tmp_path / "m.py").write_text(SPMD_634)
+    op = {"op": "annotation_import", "file": "m.py", "module": "vllm.model_executor.sampling_metadata",
+          "name": "SamplingMetadata"}
+    ast_patch.apply_profile(str(tmp_path), [op])
+    text = (tmp_path / "m.py").read_text()
+    assert text.startswith(
+        "import torch\ntry:\n    from vllm.model_executor.sampling_metadata import SamplingMetadata\n"
+        "except ImportError:  # gone from newer releases; only annotations use it\n"
+        "    SamplingMetadata = 'SamplingMetadata'  # noqa: keep this comment\n")
+    exec(compile(text.replace("import torch\n", ""), "m.py", "exec"), {})  # runs without vllm installed
+    assert ast_patch.apply_profile(str(tmp_path), [op])[0]["states"] == ["applied"]
+    used = tmp_path / "u.py"
+    used.write_text("from vllm.model_executor.sampling_metadata import SamplingMetadata\nx = SamplingMetadata()\n")
+    with pytest.raises(ast_patch.PatchError, match=r"u.py:2: expected SamplingMetadata used only in annotations"):
+        ast_patch.apply_profile(str(tmp_path), [dict(op, file="u.py")])
+
+
+def test_a_result_that_does_not_compile_is_not_written(tmp_path):
+    (tmp_path / "c.py").write_text("def f():\n    return g(flag=True)\n")
+    # parses, but cannot compile: nonlocal with nothing to bind
+    op = {"op": "replace_statement", "file": "c.py", "function": "f", "old": "return g(flag=True)",
+          "new": "nonlocal x"}
+    with pytest.raises(ast_patch.PatchError, match="c.py: the patched file does not compile"):
+        ast_patch.apply_profile(str(tmp_path), [op])
+    assert (tmp_path / "c.py").read_text() == "def f():\n    return g(flag=True)\n"
+    bad = {"op": "keyword_value", "file": "c.py", "call": "g", "keyword": "flag", "old": "True", "new": "1 +"}
+    with pytest.raises(ast_patch.PatchError, match=r"operation keyword_value on c.py: 'new' does not parse"):
+        ast_patch.apply_profile(str(tmp_path), [bad])
