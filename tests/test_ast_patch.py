@@ -1,5 +1,6 @@
 """The AST patch engine on real upstream code: verl 0.5.0 and 0.6.0 wheels from the registry (cached)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -166,3 +167,35 @@ def test_a_result_that_does_not_compile_is_not_written(tmp_path):
     bad = {"op": "keyword_value", "file": "c.py", "call": "g", "keyword": "flag", "old": "True", "new": "1 +"}
     with pytest.raises(ast_patch.PatchError, match=r"operation keyword_value on c.py: 'new' does not parse"):
         ast_patch.apply_profile(str(tmp_path), [bad])
+
+
+def test_create_file_three_states(tmp_path):
+    op = {"op": "create_file", "file": "pkg/helpers.py", "content": "X = 1\n"}
+    first = ast_patch.apply_profile(str(tmp_path), [op])
+    assert first[0]["changed"] and (tmp_path / "pkg" / "helpers.py").read_text() == "X = 1\n"
+    assert ast_patch.apply_profile(str(tmp_path), [op])[0] == {"file": "pkg/helpers.py", "changed": False,
+                                                               "states": ["applied"], "diff": ""}
+    (tmp_path / "pkg" / "helpers.py").write_text("X = 2  # edited by someone\n")
+    with pytest.raises(ast_patch.PatchError, match="exists with other content"):
+        ast_patch.apply_profile(str(tmp_path), [op])
+    assert (tmp_path / "pkg" / "helpers.py").read_text() == "X = 2  # edited by someone\n"
+
+
+def test_cli_check_diff_and_exit_codes(v050, tmp_path):
+    profile = tmp_path / "ops.json"
+    profile.write_text(json.dumps({"operations": flash_ops(FLASH_FILES_050[:1])}))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python_plugins", "module_utils"))
+    cmd = [sys.executable, "-m", "ascend_grpo.ast_patch", "--root", v050, "--profile", str(profile)]
+    check = subprocess.run(cmd + ["--check", "--diff"], capture_output=True, text=True, env=env, check=False)
+    assert check.returncode == 1
+    assert check.stdout.startswith("would change  verl/workers/actor/dp_actor.py (original)\n--- a/verl/workers/")
+    assert "+    from %s import index_first_axis" % NPU_HELPERS in check.stdout
+    assert FLASH in read(v050, FLASH_FILES_050[0])
+    assert subprocess.run(cmd, capture_output=True, env=env, check=False).returncode == 1
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert (again.returncode, again.stdout) == (0, "unchanged     verl/workers/actor/dp_actor.py (applied)\n")
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps([{"op": "import_module", "file": FLASH_FILES_050[1], "from": "nothing.here",
+                                   "to": "x.y"}]))
+    bad = subprocess.run(cmd[:-1] + [str(broken)], capture_output=True, text=True, env=env, check=False)
+    assert bad.returncode == 2 and "expected an import from nothing.here" in bad.stderr

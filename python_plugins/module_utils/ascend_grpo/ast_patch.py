@@ -347,3 +347,36 @@ def apply_profile(root, ops, check=False):
                 handle.write(text)
             os.replace(tmp, path)
     return results
+
+
+def main(argv=None):
+    """``python -m ascend_grpo.ast_patch --root DIR --profile OPS.json [--check] [--diff]``; exit 0 when nothing
+    was (or, with --check, would be) changed, 1 when files changed, 2 on a file in neither shape."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m ascend_grpo.ast_patch", description=main.__doc__)
+    parser.add_argument("--root", required=True, help="the verl source tree")
+    parser.add_argument("--profile", required=True, help="JSON: a list of operations, or {'operations': [...]}")
+    parser.add_argument("--check", action="store_true", help="change nothing, say what would change")
+    parser.add_argument("--diff", action="store_true", help="print the unified diff")
+    args = parser.parse_args(argv)
+    with open(args.profile, encoding="utf-8") as handle:
+        data = json.load(handle)
+    ops = data["operations"] if isinstance(data, dict) else data
+    try:
+        results = apply_profile(args.root, ops, check=args.check)
+    except PatchError as err:
+        print("patch: %s" % err, file=sys.stderr)
+        return 2
+    for result in results:
+        verb = ("would change" if args.check else "changed") if result["changed"] else "unchanged"
+        print("%-13s %s (%s)" % (verb, result["file"], ", ".join(result["states"])))
+        if args.diff and result["diff"]:
+            print(result["diff"], end="")
+    return 1 if any(r["changed"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
