@@ -1,0 +1,248 @@
+"""Static import check: every import of the accelerator stack in a verl tree, resolved without importing anything.
+
+Plain Python, standard library only. For each ``import`` / ``from ... import`` of a watched package (vllm,
+vllm_ascend, transformers, torch_npu) found in the tree, the module is looked up as a file or package folder in
+the given search paths (site-packages folders, or unpacked wheels), and each imported name as a submodule or a
+name the module's source binds (def, class, assignment, import, ``__all__``, or a lazy-module string). Nothing is
+imported, so it works for another platform's packages and never runs their import-time code.
+
+Each unresolved import is reported with file:line and whether the default path reaches it: a file is on the
+default path when the entry module reaches it through verl's own module-level imports, and the import itself is
+not guarded (inside ``try: ... except ImportError``).
+
+``python -m ascend_grpo.compat --tree VERL_ROOT --path SITE_PACKAGES [--path ...] [--entry verl.trainer.main_ppo]``
+"""
+
+import ast
+import json
+import os
+import sys
+import warnings
+
+WATCHED = ("vllm", "vllm_ascend", "transformers", "torch_npu")
+
+
+def module_files(root, package="verl"):
+    """{dotted module: path} for every .py file of ``package`` under ``root``."""
+    out = {}
+    base = os.path.join(root, package)
+    for folder, _dirs, files in os.walk(base):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                out[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = path
+    return out
+
+
+def _parse(path):
+    with open(path, encoding="utf-8") as handle, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # other projects' invalid escapes are not ours to report
+        return ast.parse(handle.read(), filename=path)
+
+
+def _guarded(parents, node):
+    """Inside try/except ImportError (or a bare/Exception handler) - an optional import."""
+    current = parents.get(node)
+    while current is not None:
+        if isinstance(current, ast.Try):
+            for handler in current.handlers:
+                names = []
+                if handler.type is None:
+                    return True
+                for elt in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]):
+                    names.append(elt.id if isinstance(elt, ast.Name) else getattr(elt, "attr", ""))
+                if {"ImportError", "ModuleNotFoundError", "Exception"} & set(names):
+                    return True
+        current = parents.get(current)
+    return False
+
+
+def _in_function(parents, node):
+    current = parents.get(node)
+    while current is not None:
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return True
+        current = parents.get(current)
+    return False
+
+
+def _absolute(module, level, current):
+    if not level:
+        return module
+    parts = current.split(".")
+    base = parts[:len(parts) - level] if current not in ("",) else []
+    return ".".join(base + ([module] if module else []))
+
+
+def scan(path, dotted, is_package=False):
+    """Imports in one file: [{"module", "names", "line", "guarded", "in_function"}] (absolute modules)."""
+    tree = _parse(path)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    current = dotted if is_package else dotted.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append({"module": alias.name, "names": [], "line": node.lineno,
+                              "guarded": _guarded(parents, node), "in_function": _in_function(parents, node)})
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node.module, node.level, current) if node.level else node.module
+            found.append({"module": module, "names": [a.name for a in node.names], "line": node.lineno,
+                          "guarded": _guarded(parents, node), "in_function": _in_function(parents, node)})
+    return found
+
+
+def find_module(module, paths):
+    """The file of ``module`` in ``paths`` (module.py or module/__init__.py), or a namespace folder, or None."""
+    rel = module.replace(".", os.sep)
+    for base in paths:
+        for candidate in (os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+        if os.path.isdir(os.path.join(base, rel)):
+            return os.path.join(base, rel)
+    return None
+
+
+_BOUND_CACHE = {}
+
+
+def _star_target(path, node):
+    """The file a relative ``from .x import *`` in ``path`` points at (absolute star imports are not followed)."""
+    if not node.level:
+        return None
+    folder = os.path.dirname(path)
+    for _ in range(node.level - 1):
+        folder = os.path.dirname(folder)
+    rel = (node.module or "").replace(".", os.sep)
+    for candidate in (os.path.join(folder, rel + ".py"), os.path.join(folder, rel, "__init__.py")):
+        if rel and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def bound_names(path, _depth=0):
+    """Names a module binds (following its relative star imports, as transformers' lazy packages do under
+    TYPE_CHECKING), plus string constants (lazy modules also list names as strings)."""
+    if path in _BOUND_CACHE:
+        return _BOUND_CACHE[path]
+    names, strings = set(), set()
+    _BOUND_CACHE[path] = (names, strings)  # cycles see the partial sets
+    if os.path.isfile(path) and _depth < 12:
+        tree = _parse(path)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]:
+                target = _star_target(path, node)
+                if target:
+                    more, more_strings = bound_names(target, _depth + 1)
+                    names.update(more)
+                    strings.update(more_strings)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                strings.add(node.value)
+    return names, strings
+
+
+def resolve(module, names, paths):
+    """Names of ``from module import names`` (or the module itself) that cannot be found. ["*module*"] when the
+    module itself is missing."""
+    found = find_module(module, paths)
+    if found is None:
+        return ["*module*"]
+    missing = []
+    for name in names:
+        if name == "*":
+            continue
+        if find_module(module + "." + name, paths):
+            continue
+        bound, strings = bound_names(found) if found.endswith(".py") else (set(), set())
+        lazy = "__getattr__" in bound or "_LazyModule" in strings or "_LazyModule" in bound
+        if name in bound or (lazy and name in strings):
+            continue
+        missing.append(name)
+    return missing
+
+
+def reachable(modules, entries):
+    """verl modules the entries reach through module-level (not function-level, not guarded) verl imports.
+
+    verl imports its workers and rollouts inside functions, chosen by the config, so the default path is given
+    as entry modules (the trainer, its workers, the rollout the config picks) and closed over module level."""
+    seen, todo = set(), list(entries)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in modules:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        for i in range(1, len(parts)):  # importing a.b.c runs a/__init__ and a.b/__init__
+            todo.append(".".join(parts[:i]))
+        path = modules[name]
+        for imp in scan(path, name, path.endswith("__init__.py")):
+            if imp["in_function"] or imp["guarded"] or not imp["module"] or not imp["module"].startswith("verl"):
+                continue
+            todo.append(imp["module"])
+            todo.extend(imp["module"] + "." + n for n in imp["names"])
+    return seen
+
+
+DEFAULT_ENTRIES = (
+    "verl.trainer.main_ppo", "verl.trainer.ppo.ray_trainer", "verl.workers.fsdp_workers",
+    "verl.workers.actor.dp_actor", "verl.workers.critic.dp_critic",
+    "verl.workers.rollout.vllm_rollout.vllm_rollout_spmd", "verl.workers.sharding_manager.fsdp_vllm",
+)
+
+
+def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=()):
+    """Every unresolved watched import: [{"file", "line", "module", "missing", "default_path", "when",
+    "optional"}]."""
+    modules = module_files(tree_root)
+    on_path = reachable(modules, entries)
+    problems = []
+    for dotted, path in sorted(modules.items()):
+        for imp in scan(path, dotted, path.endswith("__init__.py")):
+            top = (imp["module"] or "").split(".")[0]
+            if top not in watched:
+                continue
+            missing = resolve(imp["module"], imp["names"], paths)
+            if not missing:
+                continue
+            rel = os.path.relpath(path, tree_root)
+            problems.append({
+                "file": rel, "line": imp["line"], "module": imp["module"], "missing": missing,
+                # runs when the module loads on the default path; a function-level import runs only if called
+                "default_path": dotted in on_path and not imp["guarded"] and not imp["in_function"],
+                "when": "guarded" if imp["guarded"] else ("on call" if imp["in_function"] else "on import"),
+                "optional": any(rel.startswith(o) or dotted.startswith(o) for o in optional),
+            })
+    return problems
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ascend_grpo.compat", description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", required=True, help="the folder holding verl/")
+    parser.add_argument("--path", action="append", default=None, help="a site-packages or unpacked wheel folder")
+    parser.add_argument("--entry", action="append", default=None, help="a default-path module (repeatable)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    paths = args.path or [p for p in sys.path if p.endswith("site-packages")]
+    problems = check(args.tree, paths, args.entry or DEFAULT_ENTRIES)
+    if args.json:
+        print(json.dumps({"ok": not any(p["default_path"] for p in problems), "unresolved": problems}, indent=2))
+    else:
+        for p in problems:
+            print("%s:%d %s %s: %s" % (p["file"], p["line"], "DEFAULT PATH" if p["default_path"] else "optional",
+                                       p["module"], ", ".join(p["missing"])))
+    return 1 if any(p["default_path"] for p in problems) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
