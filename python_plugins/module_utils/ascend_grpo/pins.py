@@ -372,10 +372,6 @@ def install_steps(profile, paths, read_file, arch, site, python, constraints_pat
     return steps
 
 
-def removed_packages(profile):
-    return [name for phase in profile["phases"] for name in phase.get("remove") or []]
-
-
 def plan_text(plan):
     """The plan as lines for a person: the table, then each requirement line a pin replaced, then what a
     cross-platform plan could not see."""
