@@ -24,6 +24,10 @@ setup(
             "ansible-lint>=25",
             "pytest>=8",
             "jinja2",
+            "pyyaml",
+            # the NPU padding helpers are tested on CPU; 2.13.0 is the CPU build this machine's pip finds on disk
+            "torch==2.13.0",
+            "einops",
         ],
     },
     entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.npu_smi:main"]},
