@@ -214,13 +214,29 @@ def op_annotation_import(src, op):
     return ORIGINAL, [(*src.span(node), wrapped)]
 
 
+def _has_sequence(scope, stmts):
+    """Some statement list in ``scope`` holds ``stmts`` consecutively (compared by AST)."""
+    for node in ast.walk(scope):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for i in range(len(body) - len(stmts) + 1):
+                if all(isinstance(a, ast.AST) and _same(a, b) for a, b in zip(body[i:i + len(stmts)], stmts)):
+                    return True
+    return False
+
+
 def op_replace_statement(src, op):
-    old, new = _statement(op["old"]), _statement(op["new"])
+    old = _statement(op["old"])
+    new = ast.parse(textwrap.dedent(op["new"]).strip("\n")).body
     funcs = _funcs(src.tree, op["function"])
     if len(funcs) != 1:
         src.fail(None, "one function %s, found %d" % (op["function"], len(funcs)))
+    # applied first: the new code may keep the old statement inside it (a guard put before it)
+    if _has_sequence(funcs[0], new):
+        return APPLIED, []
     matches_old = [s for s in _walk_statements(funcs[0]) if _same(s, old)]
-    matches_new = [s for s in _walk_statements(funcs[0]) if _same(s, new)]
     if len(matches_old) == 1:
         stmt = matches_old[0]
         indent = src.line_indent(stmt)
@@ -229,8 +245,6 @@ def op_replace_statement(src, op):
         body = textwrap.dedent(op["new"]).strip("\n").splitlines()
         text = ("\n".join((indent + line) if line.strip() else line for line in body))[len(indent):]
         return ORIGINAL, [(*src.span(stmt), text)]
-    if matches_new and not matches_old:
-        return APPLIED, []
     src.fail(funcs[0], "in %s one statement `%s`, found %d" % (op["function"], op["old"].strip(), len(matches_old)))
 
 
@@ -257,12 +271,61 @@ def op_keyword_value(src, op):
     src.fail(None, "a call %s(..., %s=%s)" % (op["call"], op["keyword"], op["old"].strip()))
 
 
+def _scope(src, op):
+    if not op.get("function"):
+        return src.tree
+    funcs = _funcs(src.tree, op["function"])
+    if len(funcs) != 1:
+        src.fail(None, "one function %s, found %d" % (op["function"], len(funcs)))
+    return funcs[0]
+
+
+def op_replace_expression(src, op):
+    """{file, function?, old, new, count?}: every expression equal (by AST) to ``old`` in the scope -> ``new``."""
+    old, new = _expression(op["old"]), _expression(op["new"])
+    scope = _scope(src, op)
+    news = [n for n in ast.walk(scope) if isinstance(n, ast.expr) and _same(n, new)]
+    inside_new = {id(m) for n in news for m in ast.walk(n)}  # the new value may keep the old one inside it
+    olds = [n for n in ast.walk(scope) if isinstance(n, ast.expr) and _same(n, old) and id(n) not in inside_new]
+    count = op.get("count")
+    if olds and (count is None or len(olds) == count):
+        return ORIGINAL, [(*src.span(n), op["new"].strip()) for n in olds]
+    # applied: old gone, new there (at least count times: a short new value such as 1 may also occur elsewhere)
+    if not olds and news and (count is None or len(news) >= count):
+        return APPLIED, []
+    src.fail(scope if scope is not src.tree else None, "%s `%s` in %s, found %d" % (
+        "%d times" % count if count else "an expression", op["old"].strip(), op.get("function", "the module"),
+        len(olds)))
+
+
+def op_append_code(src, op):
+    """{file, code}: top-level definitions added at the end of the module; applied when each is there as is."""
+    body = ast.parse(textwrap.dedent(op["code"])).body
+    named = {n.name: n for n in src.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+    present = []
+    for node in body:
+        name = getattr(node, "name", None)
+        if name in named:
+            if not _same(named[name], node):
+                src.fail(named[name], "%s as this package writes it (it differs; edited by hand?)" % name)
+            present.append(name)
+    if present and len(present) == len(body):
+        return APPLIED, []
+    if present:
+        src.fail(None, "all or none of %s" % [getattr(n, "name", "?") for n in body])
+    end = len(src.data)
+    text = ("" if src.text.endswith("\n") else "\n") + "\n\n" + textwrap.dedent(op["code"]).strip("\n") + "\n"
+    return ORIGINAL, [(end, end, text)]
+
+
 OPERATIONS = {
     "import_module": op_import_module,
     "rename": op_rename,
     "annotation_import": op_annotation_import,
     "replace_statement": op_replace_statement,
     "keyword_value": op_keyword_value,
+    "replace_expression": op_replace_expression,
+    "append_code": op_append_code,
 }
 
 
