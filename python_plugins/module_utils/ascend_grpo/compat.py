@@ -105,7 +105,7 @@ def find_module(module, paths):
     return None
 
 
-_BOUND_CACHE = {}
+_OWN_CACHE = {}
 
 
 def _star_target(path, node):
@@ -122,31 +122,58 @@ def _star_target(path, node):
     return None
 
 
-def bound_names(path, _depth=0):
-    """Names a module binds (following its relative star imports, as transformers' lazy packages do under
-    TYPE_CHECKING), plus string constants (lazy modules also list names as strings)."""
-    if path in _BOUND_CACHE:
-        return _BOUND_CACHE[path]
-    names, strings = set(), set()
-    _BOUND_CACHE[path] = (names, strings)  # cycles see the partial sets
-    if os.path.isfile(path) and _depth < 12:
-        tree = _parse(path)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]:
-                target = _star_target(path, node)
-                if target:
-                    more, more_strings = bound_names(target, _depth + 1)
-                    names.update(more)
-                    strings.update(more_strings)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                strings.add(node.value)
-    return names, strings
+def _module_level(body):
+    """Module-level statements, including those under if/try/with (TYPE_CHECKING blocks, optional imports), not
+    inside functions or classes: only these bind a module's attributes."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and isinstance(getattr(node, field, None), list):
+                yield from _module_level(getattr(node, field))
+        if isinstance(node, ast.Try):
+            for handler in node.handlers:
+                yield from _module_level(handler.body)
+
+
+def own_names(path):
+    """(names the module binds itself, string constants, files of its relative star imports)."""
+    if path not in _OWN_CACHE:
+        names, strings, stars = set(), set(), []
+        if os.path.isfile(path):
+            tree = _parse(path)
+            for node in _module_level(tree.body):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]:
+                    target = _star_target(path, node)
+                    if target:
+                        stars.append(target)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names.update((a.asname or a.name).split(".")[0] for a in node.names)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                for sub in ast.walk(node) if isinstance(node, (ast.Assign, ast.Expr)) else ():
+                    if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+                        strings.add(sub.value)
+        _OWN_CACHE[path] = (names, strings, stars)
+    return _OWN_CACHE[path]
+
+
+def binds(path, name, _seen=None):
+    """Whether the module at ``path`` binds ``name``, itself or through its relative star imports (followed only
+    as far as needed), or lists it as a string while being a lazy module (__getattr__ or _LazyModule)."""
+    seen = _seen if _seen is not None else set()
+    if path in seen:
+        return False
+    seen.add(path)
+    names, strings, stars = own_names(path)
+    if name in names:
+        return True
+    if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
+        return True
+    return any(binds(star, name, seen) for star in stars)
 
 
 def resolve(module, names, paths):
@@ -161,9 +188,7 @@ def resolve(module, names, paths):
             continue
         if find_module(module + "." + name, paths):
             continue
-        bound, strings = bound_names(found) if found.endswith(".py") else (set(), set())
-        lazy = "__getattr__" in bound or "_LazyModule" in strings or "_LazyModule" in bound
-        if name in bound or (lazy and name in strings):
+        if found.endswith(".py") and binds(found, name):
             continue
         missing.append(name)
     return missing
