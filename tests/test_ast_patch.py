@@ -7,7 +7,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 
 from ascend_grpo import ast_patch
 
@@ -232,3 +232,46 @@ def test_cpu_sim_profile_on_verl_050(v050):
     a = torch.rand(2)
     dev.set_rng_state(state)
     assert torch.equal(a, torch.rand(2))
+
+
+def profile_ops(name):
+    import yaml
+
+    with open(os.path.join(ROOT, "files", "patches", name + ".yml"), encoding="utf-8") as handle:
+        return ast_patch.resolve_content(yaml.safe_load(handle)["operations"], os.path.join(ROOT, "files"))
+
+
+def tree_634bd935(tmp_path):
+    """verl@634bd935's shape: the 0.5.0 release (four of the five helper imports) with the fixtures' exact lines
+    for the files no wheel carries."""
+    import shutil
+
+    root = verl_tree("0.5.0", tmp_path)
+    shutil.copytree(os.path.join(FIXTURES, "verl_634bd935", "verl"), os.path.join(root, "verl"), dirs_exist_ok=True)
+    return root
+
+
+def test_vllm0130_profile_fixes_everything_the_guide_does_and_what_it_misses(tmp_path):
+    root = tree_634bd935(tmp_path)
+    spmd = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
+    before = read(root, spmd)
+    results = ast_patch.apply_profile(root, profile_ops("vllm0.13.0"))
+    assert all(r["changed"] for r in results) and len(results) == 8
+    after = read(root, spmd)
+    assert after == before.replace(
+        "from vllm.config import CompilationConfig, CompilationLevel",
+        "from vllm.config import CompilationConfig, CompilationMode").replace(
+        "level=CompilationLevel.PIECEWISE", "level=CompilationMode.VLLM_COMPILE").replace(
+        "from vllm.model_executor.sampling_metadata import SamplingMetadata\n",
+        "try:\n    from vllm.model_executor.sampling_metadata import SamplingMetadata\n"
+        "except ImportError:  # gone from newer releases; only annotations use it\n"
+        "    SamplingMetadata = 'SamplingMetadata'\n").replace(
+        "from vllm.worker.worker_base import", "from vllm.v1.worker.worker_base import")
+    assert "from vllm.lora.lora_model import LoRAModel" in read(root, "verl/utils/vllm/utils.py")
+    single = ["verl/workers/engine/fsdp/transformer_impl.py", "verl/workers/actor/dp_actor.py",
+              "verl/trainer/fsdp_sft_trainer.py", "verl/workers/critic/dp_critic.py"]
+    for rel in single:
+        assert "from %s import index_first_axis, pad_input, rearrange, unpad_input" % NPU_HELPERS in read(root, rel)
+    assert "from %s import (\n                index_first_axis," % NPU_HELPERS in read(root, "verl/workers/fsdp_workers.py")
+    assert read(root, "verl/workers/engine/fsdp/npu_padding_utils.py") == read(ROOT, "files/verl/npu_padding_utils.py")
+    assert not any(r["changed"] for r in ast_patch.apply_profile(root, profile_ops("vllm0.13.0")))

@@ -372,6 +372,18 @@ def unified_diff(path, old, new):
                                         "a/" + path, "b/" + path))
 
 
+def resolve_content(ops, files_dir):
+    """create_file operations may name their content by ``content_from`` (a path under files_dir)."""
+    out = []
+    for op in ops:
+        if "content_from" in op:
+            op = dict(op)
+            with open(os.path.join(files_dir, op.pop("content_from")), encoding="utf-8") as handle:
+                op["content"] = handle.read()
+        out.append(op)
+    return out
+
+
 def apply_profile(root, ops, check=False):
     """Apply a profile's operations under ``root``. Returns [{"file", "changed", "states", "diff"}].
 
@@ -424,10 +436,11 @@ def main(argv=None):
     parser.add_argument("--profile", required=True, help="JSON: a list of operations, or {'operations': [...]}")
     parser.add_argument("--check", action="store_true", help="change nothing, say what would change")
     parser.add_argument("--diff", action="store_true", help="print the unified diff")
+    parser.add_argument("--files", default=".", help="where content_from paths are (this package's files/)")
     args = parser.parse_args(argv)
     with open(args.profile, encoding="utf-8") as handle:
         data = json.load(handle)
-    ops = data["operations"] if isinstance(data, dict) else data
+    ops = resolve_content(data["operations"] if isinstance(data, dict) else data, args.files)
     try:
         results = apply_profile(args.root, ops, check=args.check)
     except PatchError as err:
