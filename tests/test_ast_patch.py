@@ -14,6 +14,7 @@ from ascend_grpo import ast_patch
 CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
 NPU_HELPERS = "verl.workers.engine.fsdp.npu_padding_utils"
 FLASH = "transformers.integrations.npu_flash_attention"
+ROLE_FILES = os.path.join(ROOT, "roles", "verl_compat_patch", "files")
 
 
 def verl_tree(version, tmp_path):
@@ -206,14 +207,13 @@ def test_cpu_sim_profile_on_verl_050(v050):
     import importlib.util
 
     import torch
-    import yaml
 
-    with open(os.path.join(ROOT, "files", "patches", "cpu-sim.yml"), encoding="utf-8") as handle:
-        ops = yaml.safe_load(handle)["operations"]
+    ops = profile_ops("cpu-sim")
     first = ast_patch.apply_profile(v050, ops)
-    assert sorted(r["file"] for r in first if r["changed"]) == [
-        "verl/trainer/ppo/ray_trainer.py", "verl/utils/device.py", "verl/workers/fsdp_workers.py",
-        "verl/workers/rollout/hf_rollout.py"]
+    assert sorted(r["file"] for r in first if r["changed"]) == sorted(
+        ["verl/trainer/ppo/ray_trainer.py", "verl/utils/device.py", "verl/workers/fsdp_workers.py",
+         "verl/workers/rollout/hf_rollout.py", "verl/workers/engine/fsdp/npu_padding_utils.py"]
+        + [f for f in FLASH_FILES_050 if f != "verl/workers/fsdp_workers.py"])
     assert not any(r["changed"] for r in ast_patch.apply_profile(v050, ops))
     workers = read(v050, "verl/workers/fsdp_workers.py")
     assert workers.count('CPUOffloadPolicy(pin_memory=get_device_name() != "cpu")') == 4
@@ -237,8 +237,8 @@ def test_cpu_sim_profile_on_verl_050(v050):
 def profile_ops(name):
     import yaml
 
-    with open(os.path.join(ROOT, "files", "patches", name + ".yml"), encoding="utf-8") as handle:
-        return ast_patch.resolve_content(yaml.safe_load(handle)["operations"], os.path.join(ROOT, "files"))
+    with open(os.path.join(ROLE_FILES, "profiles", name + ".yml"), encoding="utf-8") as handle:
+        return ast_patch.resolve_content(yaml.safe_load(handle)["operations"], ROLE_FILES)
 
 
 def tree_634bd935(tmp_path):
@@ -273,5 +273,5 @@ def test_vllm0130_profile_fixes_everything_the_guide_does_and_what_it_misses(tmp
     for rel in single:
         assert "from %s import index_first_axis, pad_input, rearrange, unpad_input" % NPU_HELPERS in read(root, rel)
     assert "from %s import (\n                index_first_axis," % NPU_HELPERS in read(root, "verl/workers/fsdp_workers.py")
-    assert read(root, "verl/workers/engine/fsdp/npu_padding_utils.py") == read(ROOT, "files/verl/npu_padding_utils.py")
+    assert read(root, "verl/workers/engine/fsdp/npu_padding_utils.py") == read(ROLE_FILES, "npu_padding_utils.py")
     assert not any(r["changed"] for r in ast_patch.apply_profile(root, profile_ops("vllm0.13.0")))

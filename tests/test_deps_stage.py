@@ -136,3 +136,29 @@ def test_dirty_tree_at_the_pinned_commit_is_accepted(env, tmp_path):
     assert "no distribution of six==0.0.42" in again.stdout  # got past the source step
     assert (workspace / "verl" / "verl" / "__init__.py").read_text() == "# patched\n"
     assert nothing_installed(name)
+
+
+def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env, tmp_path):
+    _, name, workspace = env
+    base = {"npu_container_name": name, "npu_container_workspace_host": str(workspace)}
+
+    def patch_stage(extra):
+        return playbook("site.yml", "-i", "inventories/sim", "--tags", "patch", "-e", json.dumps(dict(base, **extra)))
+
+    unknown = patch_stage({"verl_compat_patch_profile": "vllm0.12"})
+    assert unknown.returncode != 0
+    assert "Unknown patch profile vllm0.12: set verl_compat_patch_profile to one of cpu-sim, vllm0.13.0, vllm0.9.1" \
+        in unknown.stdout
+    (workspace / "verl" / "verl").mkdir(parents=True, exist_ok=True)
+    (workspace / "verl" / "verl" / "__init__.py").touch()
+    shape = workspace / "verl" / "verl" / "shape.py"
+    shape.write_text("from somewhere.known import thing  # a user's line\n")
+    profile = tmp_path / "p.yml"
+    profile.write_text(json.dumps({"name": "p", "compat": {"watched": [], "entries": [], "optional": []},
+                                   "operations": [{"op": "import_module", "file": "verl/shape.py",
+                                                   "from": "nothing.here", "to": "x.y"}]}))
+    neither = patch_stage({"verl_compat_patch_profile_file": str(profile)})
+    assert neither.returncode != 0
+    assert "verl/shape.py: expected an import from nothing.here (or, patched, from x.y). No file was changed." \
+        in neither.stdout
+    assert shape.read_text() == "from somewhere.known import thing  # a user's line\n"

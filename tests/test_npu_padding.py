@@ -9,7 +9,7 @@ from conftest import ROOT
 
 def helpers():
     spec = importlib.util.spec_from_file_location("npu_padding_utils",
-                                                  os.path.join(ROOT, "files", "verl", "npu_padding_utils.py"))
+                                                  os.path.join(ROOT, "roles", "verl_compat_patch", "files", "npu_padding_utils.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,0 +1,107 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: resolve, without importing, every import of the accelerator stack in a verl tree."""
+
+DOCUMENTATION = r"""
+---
+module: verl_compat
+short_description: Check statically that verl's imports of vllm, vllm_ascend, transformers and torch_npu resolve
+description:
+  - Resolves each import of the watched packages in the verl tree against the installed packages (this
+    Python's site-packages, or given folders) by reading files, never importing them.
+  - Lists every unresolved import with file:line, when it runs (on import, on call, guarded) and whether verl's
+    default path reaches it. Fails when the default path has any; imports under optional paths are reported and
+    fail only when C(enable_optional) is true.
+  - Read-only.
+options:
+  root:
+    description: The folder that holds the C(verl) package.
+    type: path
+    required: true
+  paths:
+    description: Package folders to resolve against (default this Python's site-packages).
+    type: list
+    elements: path
+    default: []
+  watched:
+    description: Top-level packages whose imports are checked.
+    type: list
+    elements: str
+    default: [vllm, vllm_ascend, transformers, torch_npu]
+  entries:
+    description: verl modules that make up the default path (closed over their module-level imports).
+    type: list
+    elements: str
+    required: true
+  optional:
+    description: Paths (relative to root) or module prefixes of optional features (async server, LoRA).
+    type: list
+    elements: str
+    default: []
+  enable_optional:
+    description: Treat the optional paths as used (their unresolved imports fail the check).
+    type: bool
+    default: false
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Check verl's imports against the installed stack
+  verl_compat:
+    root: /data/grpo/verl
+    entries: [verl.trainer.main_ppo, verl.workers.fsdp_workers]
+"""
+
+RETURN = r"""
+unresolved:
+  description: Every unresolved import (file, line, module, missing names, when, default_path, optional).
+  returned: always
+  type: list
+  elements: dict
+blocking:
+  description: The unresolved imports that fail the check.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import site
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import compat
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", required=True),
+            paths=dict(type="list", elements="path", default=[]),
+            watched=dict(type="list", elements="str", default=list(compat.WATCHED)),
+            entries=dict(type="list", elements="str", required=True),
+            optional=dict(type="list", elements="str", default=[]),
+            enable_optional=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",
+                                                                                       "dist-packages"))]
+    unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
+    blocking = [u for u in unresolved
+                if (u["default_path"] and not u["optional"]) or (u["optional"] and p["enable_optional"]
+                                                                 and u["when"] != "guarded")]
+    lines = ["%s:%d %s: %s (%s%s)" % (u["file"], u["line"], u["module"], ", ".join(u["missing"]), u["when"],
+                                      ", default path" if u["default_path"] else "") for u in unresolved]
+    result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths)
+    if blocking:
+        module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
+                             + "\n".join("%s:%d %s: %s" % (b["file"], b["line"], b["module"], ", ".join(b["missing"]))
+                                         for b in blocking), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

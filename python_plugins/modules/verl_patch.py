@@ -1,0 +1,68 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: apply AST-guided source patches to a verl tree."""
+
+DOCUMENTATION = r"""
+---
+module: verl_patch
+short_description: Apply AST-guided source patches (a profile's operations) to a verl source tree
+description:
+  - Each operation finds what it changes with Python's ast and edits exactly those spans; every other byte of the
+    file stays as it was.
+  - Each operation knows three states, original (applied now), already applied (nothing to do) and neither
+    (the module fails naming file, line and what was expected, and writes no file at all).
+  - A patched file must parse and byte-compile, or nothing is written. Supports check mode and diff.
+options:
+  root:
+    description: The folder that holds the C(verl) package (the verl source tree).
+    type: path
+    required: true
+  operations:
+    description: The profile's operations (op, file and the fields of that op); content already resolved.
+    type: list
+    elements: dict
+    required: true
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Patch verl for vLLM 0.13.0
+  verl_patch:
+    root: /data/grpo/verl
+    operations: "{{ profile.operations | patch_operations(playbook_dir ~ '/../files') }}"
+"""
+
+RETURN = r"""
+files:
+  description: Per file, whether it changed (or would, in check mode) and each operation's state.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{file: verl/workers/actor/dp_actor.py, changed: true, states: [original]}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import ast_patch
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(root=dict(type="path", required=True),
+                           operations=dict(type="list", elements="dict", required=True)),
+        supports_check_mode=True,
+    )
+    try:
+        results = ast_patch.apply_profile(module.params["root"], module.params["operations"],
+                                          check=module.check_mode)
+    except (ast_patch.PatchError, OSError) as err:
+        module.fail_json(msg="%s. No file was changed." % err)
+    changed = any(r["changed"] for r in results)
+    diff = [{"prepared": r["diff"]} for r in results if r["diff"]]
+    module.exit_json(changed=changed, diff=diff,
+                     files=[{k: r[k] for k in ("file", "changed", "states")} for r in results])
+
+
+if __name__ == "__main__":
+    main()
