@@ -248,6 +248,7 @@ def tree_634bd935(tmp_path):
 
     root = verl_tree("0.5.0", tmp_path)
     shutil.copytree(os.path.join(FIXTURES, "verl_634bd935", "verl"), os.path.join(root, "verl"), dirs_exist_ok=True)
+    os.remove(os.path.join(root, "verl", "utils", "vllm_utils.py"))  # 634bd935 moved it to verl/utils/vllm/utils.py
     return root
 
 

@@ -9,6 +9,7 @@ import pytest
 from test_ast_patch import CACHE, FLASH, FLASH_FILES_050, flash_ops, verl_tree
 
 from ascend_grpo import ast_patch, compat
+from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +47,57 @@ def test_names_transformers_binds_lazily_resolve(transformers_4576):
                           [transformers_4576]) == []
     assert compat.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == ["NoSuchThing"]
     assert compat.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == ["*module*"]
+
+
+def registry_sdist(name, version):
+    """An sdist from the registry's simple index (pip cannot fetch vLLM's without building it), sha256-checked,
+    unpacked once into the test cache; returns the folder holding the package."""
+    import hashlib
+    import re
+    import tarfile
+    import urllib.request
+
+    where = os.path.join(CACHE, "%s-%s-sdist" % (name, version))
+    top = os.path.join(where, "%s-%s" % (name, version))
+    if not os.path.isdir(top):
+        index = os.environ.get("GRPO_TEST_INDEX", "https://pypi.org/simple")
+        page = urllib.request.urlopen("%s/%s/" % (index, name), timeout=60).read().decode()
+        url, digest = re.search(r'href="([^"#]*/%s-%s\.tar\.gz)#sha256=([0-9a-f]+)"' % (name, version), page).groups()
+        data = urllib.request.urlopen(url, timeout=300).read()
+        assert hashlib.sha256(data).hexdigest() == digest
+        os.makedirs(where, exist_ok=True)
+        archive = os.path.join(where, "sdist.tar.gz")
+        with open(archive, "wb") as handle:
+            handle.write(data)
+        with tarfile.open(archive) as tar:
+            tar.extractall(where, filter="data")
+    return top
+
+
+def test_vllm0130_tree_before_and_after_the_profile(transformers_4576, tmp_path):
+    """Against the real vLLM 0.13.0 and transformers 4.57.6 trees: verl@634bd935's default path breaks on the
+    imports the guide patches and the one it misses; after the vllm0.13.0 profile nothing on it is unresolved."""
+    import yaml
+    from test_ast_patch import profile_ops, tree_634bd935
+
+    vllm_tree = registry_sdist("vllm", "0.13.0")
+    root = tree_634bd935(tmp_path)
+    with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.13.0.yml"),
+              encoding="utf-8") as handle:
+        settings = yaml.safe_load(handle)["compat"]
+    paths = [vllm_tree, transformers_4576]
+
+    def default_path():
+        found = compat.check(root, paths, settings["entries"], ("vllm", "transformers"), settings["optional"])
+        return sorted((p["file"], p["module"], tuple(p["missing"])) for p in found
+                      if p["default_path"] and not p["optional"])
+
+    spmd = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
+    before = default_path()
+    assert (spmd, "vllm.config", ("CompilationLevel",)) in before
+    assert (spmd, "vllm.model_executor.sampling_metadata", ("*module*",)) in before
+    assert (spmd, "vllm.worker.worker_base", ("*module*",)) in before
+    assert ("verl/workers/actor/dp_actor.py", "transformers.integrations.npu_flash_attention",
+            ("index_first_axis", "pad_input", "rearrange", "unpad_input")) in before
+    ast_patch.apply_profile(root, profile_ops("vllm0.13.0"))
+    assert default_path() == []
