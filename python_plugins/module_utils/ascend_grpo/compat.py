@@ -61,30 +61,33 @@ def _parse(path):
         return ast.parse(_text(path), filename=path)
 
 
-def _guarded(parents, node):
-    """Inside try/except ImportError (or a bare/Exception handler) - an optional import."""
-    current = parents.get(node)
-    while current is not None:
-        if isinstance(current, ast.Try):
-            for handler in current.handlers:
-                names = []
-                if handler.type is None:
-                    return True
-                for elt in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]):
-                    names.append(elt.id if isinstance(elt, ast.Name) else getattr(elt, "attr", ""))
-                if {"ImportError", "ModuleNotFoundError", "Exception"} & set(names):
-                    return True
-        current = parents.get(current)
-    return False
+def _catches_import_error(handler):
+    if handler.type is None:
+        return True
+    names = set()
+    for elt in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]):
+        names.add(elt.id if isinstance(elt, ast.Name) else getattr(elt, "attr", ""))
+    return bool({"ImportError", "ModuleNotFoundError", "Exception"} & names)
 
 
-def _in_function(parents, node):
-    current = parents.get(node)
-    while current is not None:
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return True
-        current = parents.get(current)
-    return False
+def _imports(body, guarded=False, in_function=False):
+    """(import statement, guarded, in_function) for every import in a statement list, descending only through
+    statements (imports never sit inside expressions). guarded: inside try/except ImportError."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, guarded, in_function
+            continue
+        inner_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        inner_guarded = guarded or (isinstance(node, ast.Try) and any(_catches_import_error(h)
+                                                                      for h in node.handlers))
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                yield from _imports(block, inner_guarded if field == "body" else guarded, inner_function)
+        for handler in getattr(node, "handlers", None) or []:
+            yield from _imports(handler.body, guarded, inner_function)
+        for case in getattr(node, "cases", None) or []:
+            yield from _imports(case.body, guarded, inner_function)
 
 
 def _absolute(module, level, current):
@@ -107,19 +110,17 @@ def scan(path, dotted, is_package=False):
 
 
 def _scan(path, dotted, is_package):
-    tree = _parse(path)
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     current = dotted if is_package else dotted.rpartition(".")[0]
     found = []
-    for node in ast.walk(tree):
+    for node, guarded, in_function in _imports(_parse(path).body):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found.append({"module": alias.name, "names": [], "line": node.lineno,
-                              "guarded": _guarded(parents, node), "in_function": _in_function(parents, node)})
-        elif isinstance(node, ast.ImportFrom):
+                found.append({"module": alias.name, "names": [], "line": node.lineno, "guarded": guarded,
+                              "in_function": in_function})
+        else:
             module = _absolute(node.module, node.level, current) if node.level else node.module
             found.append({"module": module, "names": [a.name for a in node.names], "line": node.lineno,
-                          "guarded": _guarded(parents, node), "in_function": _in_function(parents, node)})
+                          "guarded": guarded, "in_function": in_function})
     return found
 
 
