@@ -101,3 +101,10 @@ def test_vllm0130_tree_before_and_after_the_profile(transformers_4576, tmp_path)
             ("index_first_axis", "pad_input", "rearrange", "unpad_input")) in before
     ast_patch.apply_profile(root, profile_ops("vllm0.13.0"))
     assert default_path() == []
+    # the async server is an optional path: reported, fatal only when enabled
+    found = compat.check(root, paths, settings["entries"], ("vllm", "transformers"), settings["optional"])
+    server = [p for p in found if p["optional"]]
+    assert ("verl/workers/rollout/vllm_rollout/vllm_async_server.py", "vllm.worker.worker_base", ["*module*"]) in [
+        (p["file"], p["module"], p["missing"]) for p in server]
+    assert compat.blocking(found) == []
+    assert compat.blocking(found, enable_optional=True) == [p for p in server if p["when"] != "guarded"] != []

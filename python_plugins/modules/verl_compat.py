@@ -90,9 +90,7 @@ def main():
     paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",
                                                                                        "dist-packages"))]
     unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
-    blocking = [u for u in unresolved
-                if (u["default_path"] and not u["optional"]) or (u["optional"] and p["enable_optional"]
-                                                                 and u["when"] != "guarded")]
+    blocking = compat.blocking(unresolved, p["enable_optional"])
     lines = ["%s:%d %s: %s (%s%s)" % (u["file"], u["line"], u["module"], ", ".join(u["missing"]), u["when"],
                                       ", default path" if u["default_path"] else "") for u in unresolved]
     result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths)

@@ -16,6 +16,7 @@ not guarded (inside ``try: ... except ImportError``).
 import ast
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -265,8 +266,9 @@ def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=(
     modules = module_files(tree_root)
     on_path = reachable(modules, entries)
     problems = []
+    import_line = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:%s)\b" % "|".join(map(re.escape, watched)), re.M)
     for dotted, path in sorted(modules.items()):
-        if PREFILTER and not any(name in _text(path) for name in watched):  # most files import none of them
+        if PREFILTER and not import_line.search(_text(path)):  # most files import none of them
             continue
         for imp in scan(path, dotted, path.endswith("__init__.py")):
             top = (imp["module"] or "").split(".")[0]
@@ -284,6 +286,13 @@ def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=(
                 "optional": any(rel.startswith(o) or dotted.startswith(o) for o in optional),
             })
     return problems
+
+
+def blocking(unresolved, enable_optional=False):
+    """What fails the check: unresolved on the default path outside the optional paths, and, when the optional
+    paths are enabled, their unguarded unresolved imports too."""
+    return [u for u in unresolved if (u["default_path"] and not u["optional"])
+            or (enable_optional and u["optional"] and u["when"] != "guarded")]
 
 
 def main(argv=None):
