@@ -108,3 +108,28 @@ def test_vllm0130_tree_before_and_after_the_profile(transformers_4576, tmp_path)
         (p["file"], p["module"], p["missing"]) for p in server]
     assert compat.blocking(found) == []
     assert compat.blocking(found, enable_optional=True) == [p for p in server if p["when"] != "guarded"] != []
+
+
+def test_vllm091_stack_needs_no_patch(tmp_path):
+    """On the vllm-ascend 0.9.1 image's stack (vLLM 0.9.1, transformers 4.52.4) verl@634bd935's default path
+    resolves as it is: the vllm0.9.1 patch profile rightly changes nothing."""
+    import yaml
+    from test_ast_patch import tree_634bd935
+
+    where = os.path.join(CACHE, "transformers-4.52.4")
+    site = os.path.join(where, "site")
+    if not os.path.isdir(os.path.join(site, "transformers")):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
+                        where, "transformers==4.52.4"], check=True)
+        wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
+        with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
+            archive.extractall(site)
+    paths = [registry_sdist("vllm", "0.9.1"), site]
+    with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.9.1.yml"),
+              encoding="utf-8") as handle:
+        profile = yaml.safe_load(handle)
+    assert profile["operations"] == []
+    root = tree_634bd935(tmp_path)
+    found = compat.check(root, paths, profile["compat"]["entries"], ("vllm", "transformers"),
+                         profile["compat"]["optional"])
+    assert compat.blocking(found) == []
