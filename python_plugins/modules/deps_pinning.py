@@ -127,6 +127,22 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ascend_grpo import pins, stack
 
 
+def profile_digest(profile, paths):
+    """sha256 of the profile and the requirement files it reads: a changed profile is not 'satisfied'. A file
+    that is not there yet counts as such (then nothing installed by this profile can match)."""
+    import hashlib
+
+    digest = hashlib.sha256(json.dumps(profile, sort_keys=True).encode())
+    for phase in profile["phases"]:
+        for path in phase.get("requirements_files") or []:
+            try:
+                with open(pins.expand(path, paths), encoding="utf-8") as handle:
+                    digest.update(handle.read().encode())
+            except OSError:
+                digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
 def source_matches(source, state_dir, verl_dir, run):
     """The source stamp in state_dir equals ``source`` (and a git tree is at the stamped commit)."""
     if source is None:
@@ -195,8 +211,17 @@ def main():
     report = pins.check_installed(profile["pins"], before["versions"], p["accept_drift"])
     editable_ok = all(before["editable_url"] == "file://" + os.path.abspath(e) for e in editables)
     source_ok = source_matches(p["source"], p["state_dir"], paths.get("verl"), run)
+    installed_path = os.path.join(p["state_dir"], "deps-installed.json")
+    try:
+        with open(installed_path, encoding="utf-8") as handle:
+            installed_digest = json.load(handle).get("profile_sha256")
+    except (OSError, ValueError):
+        installed_digest = None
+    digest = profile_digest(profile, paths)
+    # the last install was of this very profile (the quick look and state=present); plain verify does not care
+    profile_ok = installed_digest == digest if (p["state"] == "present" or p["source"] is not None) else True
     # accepted drift counts as satisfied, or every rerun would run pip
-    satisfied = report["ok"] and editable_ok and source_ok
+    satisfied = report["ok"] and editable_ok and source_ok and profile_ok
     result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python,
                   python_version=before["python"], arch=arch)
 
@@ -251,6 +276,8 @@ def main():
         after = stack.probe(python, p["editable_name"], run)
     except stack.StackError as err:
         module.fail_json(msg=str(err), **result)
+    with open(installed_path, "w", encoding="utf-8") as handle:
+        json.dump({"profile": profile["name"], "profile_sha256": digest}, handle)
     finish(pins.check_installed(profile["pins"], after["versions"], p["accept_drift"]))
 
 
