@@ -42,7 +42,7 @@ def run(prefilter, paths, settings):
     import pathlib
 
     compat.PREFILTER = prefilter
-    for cache in (compat._TEXT_CACHE, compat._SCAN_CACHE, compat._OWN_CACHE):  # cold, as a fresh process
+    for cache in (compat._TEXT_CACHE, compat._SCAN_CACHE, compat._OWN_CACHE, compat._STARS_CACHE):  # cold, as a fresh process
         cache.clear()
     root = tree_634bd935(pathlib.Path(tempfile.mkdtemp()))
     ops = profile_ops("vllm0.13.0")

@@ -194,21 +194,47 @@ def own_names(path):
     return _OWN_CACHE[key]
 
 
+_STAR = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+\*", re.M)
+
+
+_STARS_CACHE = {}
+
+
+def _star_targets_text(path, text):
+    """Files of the relative star imports in ``text``, found without parsing (lazy packages chain hundreds)."""
+    key = _stamp(path)
+    if key not in _STARS_CACHE:
+        _STARS_CACHE[key] = _find_star_targets(path, text)
+    return _STARS_CACHE[key]
+
+
+def _find_star_targets(path, text):
+    out = []
+    for dots, module in _STAR.findall(text):
+        node = ast.ImportFrom(module=module or None, names=[ast.alias(name="*")], level=len(dots))
+        target = _star_target(path, node)
+        if target:
+            out.append(target)
+    return out
+
+
 def binds(path, name, _seen=None):
     """Whether the module at ``path`` binds ``name``, itself or through its relative star imports (followed only
-    as far as needed), or lists it as a string while being a lazy module (__getattr__ or _LazyModule)."""
+    as far as needed), or lists it as a string while being a lazy module (__getattr__ or _LazyModule). A file is
+    parsed only when the name occurs in its text; star imports are followed from the text."""
     seen = _seen if _seen is not None else set()
     if path in seen:
         return False
     seen.add(path)
     text = _text(path)
-    if PREFILTER and name not in text and "import *" not in text:  # cannot bind it nor pass it on
-        return False
-    names, strings, stars = own_names(path)
-    if name in names:
-        return True
-    if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
-        return True
+    if not PREFILTER or name in text:
+        names, strings, stars = own_names(path)
+        if name in names:
+            return True
+        if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
+            return True
+    else:
+        stars = _star_targets_text(path, text) if "import *" in text else []
     return any(binds(star, name, seen) for star in stars)
 
 
