@@ -16,26 +16,9 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "python_plugins"
 
 from ascend_grpo import ast_patch, compat  # noqa: E402
 from test_ast_patch import profile_ops, tree_634bd935  # noqa: E402
-from test_compat import registry_sdist  # noqa: E402
+from test_compat import registry_sdist, wheel_tree  # noqa: E402
 
 import yaml  # noqa: E402
-
-
-def transformers_tree():
-    import subprocess
-    import zipfile
-
-    from test_ast_patch import CACHE
-
-    where = os.path.join(CACHE, "transformers-4.57.6")
-    site = os.path.join(where, "site")
-    if not os.path.isdir(os.path.join(site, "transformers")):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                        where, "transformers==4.57.6"], check=True)
-        wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
-        with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
-            archive.extractall(site)
-    return site
 
 
 def run(prefilter, paths, settings):
@@ -57,7 +40,7 @@ def run(prefilter, paths, settings):
 
 
 def main():
-    paths = [registry_sdist("vllm", "0.13.0"), transformers_tree()]
+    paths = [registry_sdist("vllm", "0.13.0"), wheel_tree("transformers", "4.57.6")]
     with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.13.0.yml"),
               encoding="utf-8") as handle:
         settings = yaml.safe_load(handle)["compat"]

@@ -122,34 +122,24 @@ def test_rename_with_member_mapping(tmp_path):
         "CompilationLevel", "CompilationMode")
 
 
-SPMD_634 = '''import torch
-from vllm.model_executor.sampling_metadata import SamplingMetadata  # noqa: keep this comment
-
-
-def _monkey_patch_compute_logits(model, vocab_size: int):
-    original_compute_logits = model.compute_logits
-
-    def compute_logits(
-        hidden_states: torch.Tensor,
-        sampling_metadata: SamplingMetadata,
-    ) -> torch.Tensor:
-        logits = original_compute_logits(hidden_states, sampling_metadata)
-        logits[..., vocab_size:] = float("-inf")
-        return logits
-'''
-
-
 def test_annotation_only_import_made_harmless(tmp_path):
-    (tmp_path / "m.py").write_text(SPMD_634)
+    """On 634bd935's import line (the fixture), in the shape vllm_rollout_spmd.py uses the name, with a trailing
+    comment that must survive."""
+    spmd = read(os.path.join(FIXTURES, "verl_634bd935"), "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py")
+    lines = [line for line in spmd.splitlines(keepends=True) if "import" not in line or "sampling_metadata" in line]
+    text = "import torch\n" + "".join(lines).replace("import SamplingMetadata\n",
+                                                      "import SamplingMetadata  # noqa: keep this comment\n")
+    (tmp_path / "m.py").write_text(text)
     op = {"op": "annotation_import", "file": "m.py", "module": "vllm.model_executor.sampling_metadata",
           "name": "SamplingMetadata"}
     ast_patch.apply_profile(str(tmp_path), [op])
-    text = (tmp_path / "m.py").read_text()
-    assert text.startswith(
-        "import torch\ntry:\n    from vllm.model_executor.sampling_metadata import SamplingMetadata\n"
+    patched = (tmp_path / "m.py").read_text()
+    assert patched == text.replace(
+        "from vllm.model_executor.sampling_metadata import SamplingMetadata  # noqa: keep this comment\n",
+        "try:\n    from vllm.model_executor.sampling_metadata import SamplingMetadata\n"
         "except ImportError:  # gone from newer releases; only annotations use it\n"
         "    SamplingMetadata = 'SamplingMetadata'  # noqa: keep this comment\n")
-    exec(compile(text.replace("import torch\n", ""), "m.py", "exec"), {})  # runs without vllm installed
+    exec(compile(patched, "m.py", "exec"), {})  # runs without vllm installed
     assert ast_patch.apply_profile(str(tmp_path), [op])[0]["states"] == ["applied"]
     used = tmp_path / "u.py"
     used.write_text("from vllm.model_executor.sampling_metadata import SamplingMetadata\nx = SamplingMetadata()\n")

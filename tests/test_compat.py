@@ -12,17 +12,22 @@ from ascend_grpo import ast_patch, compat
 from conftest import ROOT
 
 
-@pytest.fixture(scope="module")
-def transformers_4576():
-    where = os.path.join(CACHE, "transformers-4.57.6")
+def wheel_tree(name, version):
+    """name==version's wheel from the registry, unpacked once into the test cache; returns the folder."""
+    where = os.path.join(CACHE, "%s-%s" % (name, version))
     site = os.path.join(where, "site")
-    if not os.path.isdir(os.path.join(site, "transformers")):
+    if not os.path.isdir(os.path.join(site, name)):
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                        where, "transformers==4.57.6"], check=True)
+                        where, "%s==%s" % (name, version)], check=True)
         wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
         with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
             archive.extractall(site)
     return site
+
+
+@pytest.fixture(scope="module")
+def transformers_4576():
+    return wheel_tree("transformers", "4.57.6")
 
 
 def test_removed_npu_helpers_are_found_then_fixed(transformers_4576, tmp_path):
@@ -116,15 +121,7 @@ def test_vllm091_stack_needs_no_patch(tmp_path):
     import yaml
     from test_ast_patch import tree_634bd935
 
-    where = os.path.join(CACHE, "transformers-4.52.4")
-    site = os.path.join(where, "site")
-    if not os.path.isdir(os.path.join(site, "transformers")):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                        where, "transformers==4.52.4"], check=True)
-        wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
-        with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
-            archive.extractall(site)
-    paths = [registry_sdist("vllm", "0.9.1"), site]
+    paths = [registry_sdist("vllm", "0.9.1"), wheel_tree("transformers", "4.52.4")]
     with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.9.1.yml"),
               encoding="utf-8") as handle:
         profile = yaml.safe_load(handle)
