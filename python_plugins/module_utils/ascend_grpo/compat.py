@@ -168,19 +168,17 @@ def _module_level(body):
 
 
 def own_names(path):
-    """(names the module binds itself, string constants, files of its relative star imports)."""
+    """(names the module binds itself, string constants); star imports are followed by binds(), from the text."""
     key = _stamp(path) if os.path.isfile(path) else (path,)
     if key not in _OWN_CACHE:
-        names, strings, stars = set(), set(), []
+        names, strings = set(), set()
         if os.path.isfile(path):
             tree = _parse(path)
             for node in _module_level(tree.body):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     names.add(node.name)
                 elif isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"]:
-                    target = _star_target(path, node)
-                    if target:
-                        stars.append(target)
+                    continue
                 elif isinstance(node, (ast.Import, ast.ImportFrom)):
                     names.update((a.asname or a.name).split(".")[0] for a in node.names)
                 elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -190,7 +188,7 @@ def own_names(path):
                 for sub in ast.walk(node) if isinstance(node, (ast.Assign, ast.Expr)) else ():
                     if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
                         strings.add(sub.value)
-        _OWN_CACHE[key] = (names, strings, stars)
+        _OWN_CACHE[key] = (names, strings)
     return _OWN_CACHE[key]
 
 
@@ -228,13 +226,12 @@ def binds(path, name, _seen=None):
     seen.add(path)
     text = _text(path)
     if not PREFILTER or name in text:
-        names, strings, stars = own_names(path)
+        names, strings = own_names(path)
         if name in names:
             return True
         if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
             return True
-    else:
-        stars = _star_targets_text(path, text) if "import *" in text else []
+    stars = _star_targets_text(path, text) if "import *" in text else []
     return any(binds(star, name, seen) for star in stars)
 
 
