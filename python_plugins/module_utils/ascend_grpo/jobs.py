@@ -1,0 +1,203 @@
+"""Detached jobs: a command that outlives the Ansible connection, with its state kept in a folder on the host.
+
+A job is a folder (``<state_dir>/<name>``) holding:
+
+- ``job.json``: the command, its folder, the log, the pid and the process's start time (so a recycled pid is never
+  taken for the job), when it started;
+- ``exit``: the exit status, written by the job's own shell wrapper the moment the command ends;
+- ``stopped``: written by :func:`stop` (a stopped job is not a crash);
+- the log (``log`` in ``job.json``; by default ``<name>.log`` in the folder).
+
+The command runs in a session of its own (``setsid``), with stdin from /dev/null and stdout and stderr appended to
+the log, so neither the end of the playbook nor a dropped SSH connection reaches it. Environment values passed to
+:func:`start` (tokens, say) reach the process only; they are never written anywhere.
+
+Only the standard library: this module also runs inside the training environment.
+"""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+# The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
+_WRAPPER = 'cd "$1" || exit 97; log="$2"; shift 2; "$@" >>"$log" 2>&1 < /dev/null; rc=$?; ' \
+           'printf "%s\\n" "$rc" > "$GRPO_JOB_DIR/exit.tmp" && mv "$GRPO_JOB_DIR/exit.tmp" "$GRPO_JOB_DIR/exit"; ' \
+           'exit "$rc"'
+
+
+class JobError(Exception):
+    """A job that cannot be started or stopped as asked."""
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _proc_starttime(pid):
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None when no such process runs."""
+    try:
+        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # Field 2 (comm) may hold spaces and parentheses: fields after the last ')' are fixed.
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] == "Z":  # a zombie has ended; its parent has not collected it yet
+        return None
+    return int(fields[19])
+
+
+def _group_members(pgid):
+    """Live (not zombie) processes of process group ``pgid``."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, encoding="utf-8") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def _alive(meta):
+    """Whether the job runs: its wrapper (the same process, not a recycled pid) or anything in its group.
+
+    The wrapper leads its own process group, and Linux does not hand out a pid that is still some group's id, so a
+    member of group ``pid`` belongs to this job even after the wrapper itself was killed.
+    """
+    pid = meta.get("pid") if meta else None
+    if not pid:
+        return False
+    return _proc_starttime(pid) == meta.get("starttime") or bool(_group_members(pid))
+
+
+def tail(path, max_lines=40, max_bytes=65536):
+    """The last lines of a file (progress bars' carriage returns resolved to their last frame)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = [line.rsplit("\r", 1)[-1] if line.rstrip("\r") else "" for line in data.split("\n")]
+    lines = [line.rstrip("\r") for line in lines]
+    if size > max_bytes and lines:
+        lines = lines[1:]  # the first line was cut
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines[-max_lines:]
+
+
+def status(state_dir, name, tail_lines=40):
+    """What the job is doing: ``state`` is absent, running, finished (exit 0), failed (other exit) or stopped."""
+    job_dir = os.path.join(state_dir, name)
+    meta = _read_json(os.path.join(job_dir, "job.json"))
+    if meta is None:
+        return {"name": name, "state": "absent", "running": False, "rc": None, "log": None, "tail": [],
+                "progress": ""}
+    running = _alive(meta)
+    rc = None
+    try:
+        with open(os.path.join(job_dir, "exit"), encoding="utf-8") as handle:
+            rc = int(handle.read().strip())
+    except (OSError, ValueError):
+        pass
+    stopped = os.path.exists(os.path.join(job_dir, "stopped"))
+    if running:
+        state = "running"
+    elif stopped:
+        state = "stopped"
+    elif rc == 0:
+        state = "finished"
+    else:
+        state = "failed"  # a non-zero exit, or killed so hard that no status was written
+    lines = tail(meta["log"], tail_lines)
+    return {"name": name, "state": state, "running": running, "rc": rc, "pid": meta.get("pid"),
+            "started_at": meta.get("started"), "command": meta.get("command"), "log": meta["log"], "tail": lines,
+            "progress": lines[-1].strip() if lines else ""}
+
+
+def start(state_dir, name, argv, chdir=None, env=None, log=None):
+    """Start ``argv`` detached unless this job already runs. Returns (changed, status)."""
+    current = status(state_dir, name)
+    if current["running"]:
+        return False, current
+    job_dir = os.path.join(state_dir, name)
+    os.makedirs(job_dir, exist_ok=True)
+    chdir = chdir or job_dir
+    log = log or os.path.join(job_dir, name + ".log")
+    if not os.path.isdir(chdir):
+        raise JobError("the job's folder %s does not exist" % chdir)
+    os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
+    for stale in ("exit", "exit.tmp", "stopped"):
+        try:
+            os.unlink(os.path.join(job_dir, stale))
+        except FileNotFoundError:
+            pass
+    child_env = dict(os.environ)
+    child_env.update({k: str(v) for k, v in (env or {}).items()})
+    child_env["GRPO_JOB_DIR"] = job_dir
+    with open(log, "ab") as handle:
+        handle.write(("=== %s start: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                             " ".join(shlex.quote(a) for a in argv))).encode())
+    proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=child_env, start_new_session=True, close_fds=True)
+    meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": proc.pid,
+            "starttime": _proc_starttime(proc.pid), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    tmp = os.path.join(job_dir, "job.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(meta, handle, indent=2)
+    os.replace(tmp, os.path.join(job_dir, "job.json"))
+    return True, status(state_dir, name)
+
+
+def wait(state_dir, name, timeout, interval=0.5):
+    """Block until the job is no longer running or ``timeout`` seconds passed; returns its status."""
+    deadline = time.monotonic() + timeout
+    while True:
+        current = status(state_dir, name)
+        if not current["running"] or time.monotonic() >= deadline:
+            return current
+        time.sleep(interval)
+
+
+def stop(state_dir, name, grace=30.0):
+    """Stop a running job's whole process group: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+    Returns (changed, status); a job that does not run is left as it is.
+    """
+    job_dir = os.path.join(state_dir, name)
+    meta = _read_json(os.path.join(job_dir, "job.json"))
+    if not _alive(meta):
+        return False, status(state_dir, name)
+    with open(os.path.join(job_dir, "stopped"), "w", encoding="utf-8") as handle:
+        handle.write(time.strftime("%Y-%m-%dT%H:%M:%S%z") + "\n")
+    pgid = meta["pid"]  # the wrapper leads its own session and process group
+    for sig, limit in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + limit
+        while _alive(meta) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not _alive(meta):
+            break
+    if _alive(meta):
+        raise JobError("job %s (pid %d) survived SIGKILL" % (name, meta["pid"]))
+    return True, status(state_dir, name)

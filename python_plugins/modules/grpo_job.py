@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: start, watch or stop a detached job whose state lives in the workspace."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_job
+short_description: Start, watch or stop a command that outlives the Ansible connection
+description:
+  - A job runs in a session of its own with its output appended to a log; its pid, start time and, when it ends,
+    its exit status are kept in C(state_dir/name) on the host, so a later run (or a person) sees what it did.
+  - One run of a job at a time. C(state=started) starts the command unless the job already runs (then nothing
+    changes); C(state=status) only reports; C(state=stopped) stops the job's whole process group (SIGTERM, then
+    SIGKILL) and records that it was stopped.
+  - C(wait) makes C(state=status) block up to that many seconds while the job runs, so a retry loop shows progress
+    without a task per poll.
+  - Values in C(env) reach the process only; they are never written to the state folder or returned.
+  - Supports check mode.
+options:
+  name:
+    description: The job's name (a folder under C(state_dir)).
+    type: str
+    required: true
+  state_dir:
+    description: Where jobs keep their state (the workspace's C(.grpo/jobs)).
+    type: path
+    required: true
+  state:
+    description: What to do.
+    type: str
+    choices: [started, status, stopped]
+    default: status
+  command:
+    description: The command, one argument per element (no shell). Required with C(state=started).
+    type: list
+    elements: str
+  chdir:
+    description: The folder the command runs in.
+    type: path
+  log:
+    description: The log file (appended to); default C(state_dir/name/name.log).
+    type: path
+  env:
+    description: Extra environment for the command (secrets welcome; never logged by this module).
+    type: dict
+    default: {}
+  wait:
+    description: With C(state=status), block up to this many seconds while the job runs.
+    type: float
+    default: 0
+  grace:
+    description: With C(state=stopped), seconds between SIGTERM and SIGKILL.
+    type: float
+    default: 30
+  tail_lines:
+    description: How many lines of the log's end to return.
+    type: int
+    default: 40
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Start the download unless it runs
+  grpo_job:
+    name: weights
+    state_dir: /data/grpo/.grpo/jobs
+    state: started
+    command: [python3, /data/grpo/.grpo/lib/grpo_weights.py, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
+    env:
+      HF_TOKEN: "{{ hub_token }}"
+  no_log: true
+
+- name: Wait for it, showing its progress
+  grpo_job:
+    name: weights
+    state_dir: /data/grpo/.grpo/jobs
+    wait: 10
+  register: job
+  until: not job.running
+  retries: 720
+  delay: 0
+"""
+
+RETURN = r"""
+state:
+  description: absent, running, finished (exit 0), failed (other exit, or killed without a status) or stopped.
+  returned: always
+  type: str
+running:
+  description: Whether the job's process (or anything in its process group) runs.
+  returned: always
+  type: bool
+rc:
+  description: The command's exit status once it ended (null while running, or when it was killed).
+  returned: always
+  type: int
+log:
+  description: The job's log file.
+  returned: always
+  type: str
+tail:
+  description: The log's last lines (a progress bar's last frame only).
+  returned: always
+  type: list
+  elements: str
+progress:
+  description: The log's last line, for a progress display.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import jobs
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            state_dir=dict(type="path", required=True),
+            state=dict(type="str", choices=["started", "status", "stopped"], default="status"),
+            command=dict(type="list", elements="str"),
+            chdir=dict(type="path"),
+            log=dict(type="path"),
+            env=dict(type="dict", default={}, no_log=True),
+            wait=dict(type="float", default=0),
+            grace=dict(type="float", default=30),
+            tail_lines=dict(type="int", default=40),
+        ),
+        required_if=[("state", "started", ["command"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    changed = False
+    try:
+        if p["state"] == "started":
+            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
+            if module.check_mode or current["running"]:
+                changed = not current["running"]
+            else:
+                changed, current = jobs.start(p["state_dir"], p["name"], p["command"], chdir=p["chdir"],
+                                              env=p["env"], log=p["log"])
+        elif p["state"] == "stopped":
+            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
+            if module.check_mode or not current["running"]:
+                changed = current["running"]
+            else:
+                changed, current = jobs.stop(p["state_dir"], p["name"], grace=p["grace"])
+        else:
+            if p["wait"] > 0:
+                jobs.wait(p["state_dir"], p["name"], p["wait"])
+            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
+    except (jobs.JobError, OSError) as err:
+        module.fail_json(msg="job %s: %s" % (p["name"], err))
+    module.exit_json(changed=changed, **current)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Detached jobs: one run at a time, exit status recorded by the job itself, stop, and a log tail for progress."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ascend_grpo import jobs
+
+
+def _wait_state(state_dir, name, timeout=10):
+    return jobs.wait(str(state_dir), name, timeout, interval=0.05)
+
+
+def test_absent_job(tmp_path):
+    st = jobs.status(str(tmp_path), "nothing")
+    assert st["state"] == "absent" and not st["running"] and st["rc"] is None
+
+
+def test_finished_job_records_exit_status_and_output(tmp_path):
+    changed, st = jobs.start(str(tmp_path), "echo", [sys.executable, "-c", "print('hello'); print('bye')"])
+    assert changed and st["pid"]
+    st = _wait_state(tmp_path, "echo")
+    assert st["state"] == "finished" and st["rc"] == 0
+    assert st["tail"][-2:] == ["hello", "bye"] and st["progress"] == "bye"
+    assert (tmp_path / "echo" / "exit").read_text().strip() == "0"
+
+
+def test_failed_job_keeps_its_status_and_traceback(tmp_path):
+    jobs.start(str(tmp_path), "boom", [sys.executable, "-c", "raise SystemExit('bad value')"])
+    st = _wait_state(tmp_path, "boom")
+    assert st["state"] == "failed" and st["rc"] == 1 and st["tail"][-1] == "bad value"
+
+
+def test_one_run_at_a_time(tmp_path):
+    changed, first = jobs.start(str(tmp_path), "sleeper", ["sleep", "30"])
+    assert changed
+    try:
+        changed, second = jobs.start(str(tmp_path), "sleeper", ["sleep", "1"])
+        assert not changed and second["pid"] == first["pid"] and second["state"] == "running"
+    finally:
+        changed, st = jobs.stop(str(tmp_path), "sleeper", grace=5)
+    assert changed and st["state"] == "stopped" and not st["running"]
+    # stopping what does not run changes nothing
+    assert jobs.stop(str(tmp_path), "sleeper")[0] is False
+
+
+def test_stop_reaches_the_whole_process_group(tmp_path):
+    # the wrapper runs a shell whose child ignores nothing: both must be gone after stop
+    jobs.start(str(tmp_path), "tree", ["sh", "-c", "sleep 30 & sleep 30; wait"])
+    time.sleep(0.3)
+    meta_pid = jobs.status(str(tmp_path), "tree")["pid"]
+    assert len(jobs._group_members(meta_pid)) >= 3
+    changed, st = jobs.stop(str(tmp_path), "tree", grace=5)
+    assert changed and jobs._group_members(meta_pid) == []
+
+
+def test_a_new_run_clears_the_last_runs_status(tmp_path):
+    jobs.start(str(tmp_path), "again", ["false"])
+    assert _wait_state(tmp_path, "again")["state"] == "failed"
+    jobs.start(str(tmp_path), "again", ["true"])
+    st = _wait_state(tmp_path, "again")
+    assert st["state"] == "finished" and st["rc"] == 0
+
+
+def test_env_reaches_the_process_but_no_file(tmp_path):
+    jobs.start(str(tmp_path), "secret", [sys.executable, "-c", "import os; print(len(os.environ['HUB_TOKEN']))"],
+               env={"HUB_TOKEN": "hf_sekrit"})
+    st = _wait_state(tmp_path, "secret")
+    assert st["progress"] == "9"
+    for root, _dirs, files in os.walk(tmp_path):
+        for name in files:
+            assert "hf_sekrit" not in open(os.path.join(root, name), encoding="utf-8").read()
+
+
+def test_a_recycled_pid_is_not_the_job(tmp_path):
+    jobs.start(str(tmp_path), "gone", ["true"])
+    _wait_state(tmp_path, "gone")
+    meta_path = tmp_path / "gone" / "job.json"
+    data = json.loads(meta_path.read_text())
+    # the job's pid now belongs to an unrelated process (same pid, other start time, not a group leader)
+    other = subprocess.Popen(["sleep", "5"])
+    try:
+        data["pid"] = other.pid
+        meta_path.write_text(json.dumps(data))
+        assert jobs.status(str(tmp_path), "gone")["running"] is False
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_progress_bar_frames_resolve_to_the_last(tmp_path):
+    log = tmp_path / "bar.log"
+    log.write_bytes(b"start\n 10%|#   |\r 50%|##  |\r100%|####|\n")
+    assert jobs.tail(str(log)) == ["start", "100%|####|"]
+
+
+def test_missing_folder_is_refused(tmp_path):
+    with pytest.raises(jobs.JobError, match="does not exist"):
+        jobs.start(str(tmp_path), "nowhere", ["true"], chdir=str(tmp_path / "missing"))
