@@ -28,6 +28,15 @@ setup(
             # the NPU padding helpers are tested on CPU; 2.13.0 is the CPU build this machine's pip finds on disk
             "torch==2.13.0",
             "einops",
+            # the assets stage's engines and their tests: the same libraries the training environment uses
+            "transformers==4.57.6",
+            "safetensors",
+            "tokenizers",
+            "huggingface_hub>=0.34,<1.0",
+            "datasets",
+            "pandas<3",
+            "pyarrow",
+            "math-verify[antlr4_13_2]",
         ],
     },
     entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.npu_smi:main"]},
