@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,8 @@ import yaml
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen2TokenizerFast
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python_plugins" / "module_utils"))
+from ascend_grpo.math_data import INSTRUCTION  # noqa: E402  pylint: disable=wrong-import-position
 
 PROBLEMS_FILE = Path(__file__).resolve().parent / "fixtures" / "math" / "problems.yml"
 MATH_COLUMNS = ("problem", "level", "type", "solution")
@@ -32,8 +35,6 @@ SPLITS = ("train", "test")
 MODEL_DIR = "tiny-qwen2"
 DATA_DIR = "math"
 
-# What verl's MATH preprocessing appends to each problem: part of the tokenizer's corpus, so prompts stay short.
-INSTRUCTION = " Let's think step by step and output the final answer within \\boxed{}."
 SEED = 1234
 # Upper bound for BPE training, special tokens included. The corpus runs out of pairs to merge first (at about 1100
 # tokens: every word of it is then one token); the model's embedding rounds the size up to a multiple of 64.
@@ -101,7 +102,7 @@ def _corpus() -> list[str]:
     """The tokenizer's training texts: GENERIC_TEXT, the chat template, the problems as prompted, their solutions."""
     texts = [GENERIC_TEXT, CHAT_TEMPLATE]
     for item in load_problems():
-        texts += [item["problem"] + INSTRUCTION, item["solution"], item["level"], item["type"]]
+        texts += [item["problem"] + " " + INSTRUCTION, item["solution"], item["level"], item["type"]]
     return texts
 
 

@@ -13,6 +13,7 @@ from conftest import ROOT
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import sim_assets
+from ascend_grpo.math_data import INSTRUCTION, last_boxed
 
 
 TEMPLATE_FILE = os.path.join(ROOT, "templates", "chat_template.jinja")
@@ -21,7 +22,7 @@ DEFAULT_SYSTEM = (
     "the final answer inside <answer> </answer> tags as \\boxed{}. Use exactly this format:\n"
     "<think>\nStep 1: ...\nStep 2: ...\n</think>\n<answer>\n\\boxed{...}\n</answer>")
 DEFAULT_SYSTEM_TURN = "<|im_start|>system\n" + DEFAULT_SYSTEM + "<|im_end|>\n"
-MAX_PROMPT_LENGTH = 64  # data.max_prompt_length of the simulated training
+MAX_PROMPT_LENGTH = 192  # data.max_prompt_length of the simulated training (cpu-sim)
 TOOLS = [{"type": "function", "function": {
     "name": "add", "description": "Add two integers.",
     "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -55,19 +56,6 @@ def tokenizer(assets):
 def render(tokenizer, messages, add_generation_prompt=False, **kwargs):
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
                                          **kwargs)
-
-
-def last_boxed(text):
-    """The content of the last \\boxed{...} in text, or None when there is none or its braces do not close."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth = 0
-    for end in range(start + len("\\boxed"), len(text)):
-        depth += {"{": 1, "}": -1}.get(text[end], 0)
-        if depth == 0:
-            return text[start + len("\\boxed{"):end]
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ the chat template
@@ -133,7 +121,7 @@ def test_default_prompt_has_the_reward_markers(tokenizer):
 
 
 def test_tokenized_prompt_decodes_back(tokenizer):
-    messages = [{"role": "user", "content": sim_assets.load_problems()[0]["problem"] + sim_assets.INSTRUCTION}]
+    messages = [{"role": "user", "content": sim_assets.load_problems()[0]["problem"] + " " + INSTRUCTION}]
     ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     assert ids.count(tokenizer.convert_tokens_to_ids("<|im_start|>")) == 3
     assert tokenizer.decode(ids) == render(tokenizer, messages, add_generation_prompt=True)
@@ -221,10 +209,9 @@ def test_last_boxed_answer_is_well_formed(item):
     assert item["solution"].rstrip(".$ ").endswith("\\boxed{" + answer + "}")  # the answer ends the solution
 
 
-def test_prompts_fit_the_simulated_max_prompt_length(assets):
-    """With the tiny model's own chat template, as the simulated training renders MATH prompts."""
-    tokenizer = AutoTokenizer.from_pretrained(assets["model"])
-    conversations = [[{"role": "user", "content": item["problem"] + sim_assets.INSTRUCTION}]
+def test_prompts_fit_the_simulated_max_prompt_length(tokenizer):
+    """With this package's chat template (its system prompt), as the simulated training renders MATH prompts."""
+    conversations = [[{"role": "user", "content": item["problem"] + " " + INSTRUCTION}]
                      for item in sim_assets.load_problems()]
     lengths = [len(tokenizer.apply_chat_template(messages, add_generation_prompt=True)) for messages in conversations]
     assert max(lengths) <= MAX_PROMPT_LENGTH
