@@ -17,14 +17,14 @@ def _wait_state(state_dir, name, timeout=10):
 
 def test_absent_job(tmp_path):
     st = jobs.status(str(tmp_path), "nothing")
-    assert st["state"] == "absent" and not st["running"] and st["rc"] is None
+    assert st["state"] == "absent" and not st["running"] and st["exit_status"] is None
 
 
 def test_finished_job_records_exit_status_and_output(tmp_path):
     changed, st = jobs.start(str(tmp_path), "echo", [sys.executable, "-c", "print('hello'); print('bye')"])
     assert changed and st["pid"]
     st = _wait_state(tmp_path, "echo")
-    assert st["state"] == "finished" and st["rc"] == 0
+    assert st["state"] == "finished" and st["exit_status"] == 0
     assert st["tail"][-2:] == ["hello", "bye"] and st["progress"] == "bye"
     assert (tmp_path / "echo" / "exit").read_text().strip() == "0"
 
@@ -32,7 +32,7 @@ def test_finished_job_records_exit_status_and_output(tmp_path):
 def test_failed_job_keeps_its_status_and_traceback(tmp_path):
     jobs.start(str(tmp_path), "boom", [sys.executable, "-c", "raise SystemExit('bad value')"])
     st = _wait_state(tmp_path, "boom")
-    assert st["state"] == "failed" and st["rc"] == 1 and st["tail"][-1] == "bad value"
+    assert st["state"] == "failed" and st["exit_status"] == 1 and st["tail"][-1] == "bad value"
 
 
 def test_one_run_at_a_time(tmp_path):
@@ -63,7 +63,7 @@ def test_a_new_run_clears_the_last_runs_status(tmp_path):
     assert _wait_state(tmp_path, "again")["state"] == "failed"
     jobs.start(str(tmp_path), "again", ["true"])
     st = _wait_state(tmp_path, "again")
-    assert st["state"] == "finished" and st["rc"] == 0
+    assert st["state"] == "finished" and st["exit_status"] == 0
 
 
 def test_env_reaches_the_process_but_no_file(tmp_path):

@@ -72,7 +72,7 @@ def test_local_build_then_current(tmp_path, math_src):
     step = math_data.plan(spec)
     assert step["action"] == "build"
     result = math_data.build(spec, step)
-    assert result["rows"] == {"train": 24, "test": 8} and result["skipped"] == {"train": 0, "test": 0}
+    assert result["rows"] == {"train": 24, "test": 8} and result["dropped"] == {"train": 0, "test": 0}
     train = pd.read_parquet(tmp_path / "out" / "train.parquet")
     assert list(train.columns) == ["problem", "level", "type", "solution", "data_source", "prompt", "ability",
                                    "reward_model", "extra_info"]
@@ -132,14 +132,14 @@ def test_missing_split_files(tmp_path):
         math_data.plan(_local(tmp_path, tmp_path / "nowhere"))
 
 
-def test_rows_without_a_box_are_skipped_and_counted(tmp_path):
+def test_rows_without_a_box_are_dropped_and_counted(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     for split in ("train", "test"):
         pq.write_table(pa.table({"problem": ["a", "b"], "level": ["Level 1"] * 2, "type": ["Algebra"] * 2,
                                  "solution": ["\\boxed{1}", "no answer"]}), src / ("%s.parquet" % split))
     spec = _local(tmp_path, src)
-    assert math_data.build(spec, math_data.plan(spec))["skipped"] == {"train": 1, "test": 1}
+    assert math_data.build(spec, math_data.plan(spec))["dropped"] == {"train": 1, "test": 1}
 
 
 @pytest.fixture()

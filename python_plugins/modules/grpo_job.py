@@ -14,7 +14,8 @@ description:
     SIGKILL) and records that it was stopped.
   - C(wait) makes C(state=status) block up to that many seconds while the job runs, so a retry loop shows progress
     without a task per poll.
-  - Values in C(env) reach the process only; they are never written to the state folder or returned.
+  - Values in C(env) and C(secret_env) reach the process only; they are never written to the state folder, and
+    C(secret_env) is never logged.
   - Supports check mode.
 options:
   name:
@@ -41,7 +42,11 @@ options:
     description: The log file (appended to); default C(state_dir/name/name.log).
     type: path
   env:
-    description: Extra environment for the command (secrets welcome; never logged by this module).
+    description: Extra environment for the command.
+    type: dict
+    default: {}
+  secret_env:
+    description: Extra environment that is secret (tokens); reaches the process only, never a log or a file.
     type: dict
     default: {}
   wait:
@@ -67,9 +72,8 @@ EXAMPLES = r"""
     state_dir: /data/grpo/.grpo/jobs
     state: started
     command: [python3, /data/grpo/.grpo/lib/grpo_weights.py, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
-    env:
+    secret_env:
       HF_TOKEN: "{{ hub_token }}"
-  no_log: true
 
 - name: Wait for it, showing its progress
   grpo_job:
@@ -91,8 +95,9 @@ running:
   description: Whether the job's process (or anything in its process group) runs.
   returned: always
   type: bool
-rc:
-  description: The command's exit status once it ended (null while running, or when it was killed).
+exit_status:
+  description: The command's exit status once it ended (null while running, or when it was killed). Not C(rc),
+    which Ansible would take for this module's own status.
   returned: always
   type: int
 log:
@@ -124,7 +129,8 @@ def main():
             command=dict(type="list", elements="str"),
             chdir=dict(type="path"),
             log=dict(type="path"),
-            env=dict(type="dict", default={}, no_log=True),
+            env=dict(type="dict", default={}),
+            secret_env=dict(type="dict", default={}, no_log=True),
             wait=dict(type="float", default=0),
             grace=dict(type="float", default=30),
             tail_lines=dict(type="int", default=40),
@@ -141,7 +147,7 @@ def main():
                 changed = not current["running"]
             else:
                 changed, current = jobs.start(p["state_dir"], p["name"], p["command"], chdir=p["chdir"],
-                                              env=p["env"], log=p["log"])
+                                              env=dict(p["env"], **p["secret_env"]), log=p["log"])
         elif p["state"] == "stopped":
             current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
             if module.check_mode or not current["running"]:

@@ -75,7 +75,7 @@ rows:
   returned: success
   type: dict
   sample: {train: 7500, test: 5000}
-skipped:
+dropped:
   description: Rows left out per split because their solution has no C(\boxed{}).
   returned: when built
   type: dict

@@ -107,7 +107,7 @@ def status(state_dir, name, tail_lines=40):
     job_dir = os.path.join(state_dir, name)
     meta = _read_json(os.path.join(job_dir, "job.json"))
     if meta is None:
-        return {"name": name, "state": "absent", "running": False, "rc": None, "log": None, "tail": [],
+        return {"name": name, "state": "absent", "running": False, "exit_status": None, "log": None, "tail": [],
                 "progress": ""}
     running = _alive(meta)
     rc = None
@@ -126,7 +126,7 @@ def status(state_dir, name, tail_lines=40):
     else:
         state = "failed"  # a non-zero exit, or killed so hard that no status was written
     lines = tail(meta["log"], tail_lines)
-    return {"name": name, "state": state, "running": running, "rc": rc, "pid": meta.get("pid"),
+    return {"name": name, "state": state, "running": running, "exit_status": rc, "pid": meta.get("pid"),
             "started_at": meta.get("started"), "command": meta.get("command"), "log": meta["log"], "tail": lines,
             "progress": lines[-1].strip() if lines else ""}
 

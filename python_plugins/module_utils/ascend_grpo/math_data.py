@@ -210,16 +210,16 @@ def _load(spec, step):
 
 
 def build(spec, step):
-    """Write the outputs for a ``build`` plan; returns {rows: {train, test}, skipped: {...}, backups: [...]}."""
+    """Write the outputs for a ``build`` plan; returns {rows: {train, test}, dropped: {...}, backups: [...]}."""
     loaded = _load(spec, step)
     dest = spec["dest"]
     os.makedirs(dest, exist_ok=True)
     options = _options(spec)
-    rows, skipped, staged = {}, {}, {}
+    rows, dropped, staged = {}, {}, {}
     for split in ("train", "test"):
         data = loaded[split]
         keep = [i for i, solution in enumerate(data["solution"]) if last_boxed(solution) is not None]
-        skipped[split] = len(data) - len(keep)
+        dropped[split] = len(data) - len(keep)
         data = data.select(keep)
         mapped = data.map(lambda record, index, s=split: verl_row(record, s, index, **options), with_indices=True,
                           remove_columns=[c for c in data.column_names if c not in REQUIRED])
@@ -243,12 +243,12 @@ def build(spec, step):
             backups.append(backup)
         os.replace(tmp, path)
     record = {k: step[k] for k in ("source", "repo", "revision", "local_dir", "options", "input")}
-    record.update(rows=rows, skipped=skipped, outputs=_outputs_state(dest),
+    record.update(rows=rows, dropped=dropped, outputs=_outputs_state(dest),
                   sha256={n: _sha256(os.path.join(dest, n)) for n in OUTPUTS},
                   built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     with open(os.path.join(dest, MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
-    return {"rows": rows, "skipped": skipped, "backups": backups}
+    return {"rows": rows, "dropped": dropped, "backups": backups}
 
 
 def _sha256(path):
