@@ -1,0 +1,158 @@
+"""Checks a verl GRPO configuration must pass before launch: what verl itself would trip over minutes or hours in.
+
+:func:`check` takes verl's composed configuration (a plain nested dict, as ``OmegaConf.to_container(cfg,
+resolve=True)`` gives it) and facts about the environment (:func:`facts` gathers them on the host) and returns
+every problem as ``{"key": <the setting to change>, "message": <what is wrong and what to change>}``.
+
+Standard library only: it runs in the training environment through Ansible's module machinery.
+"""
+
+import ast
+import json
+import os
+import shutil
+
+# bytes a parameter takes in a checkpoint: fp32 weights (4) and Adam's two fp32 moments (8)
+CHECKPOINT_BYTES_PER_PARAM = 12
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def _get(cfg, dotted, default=None):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _files(value):
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def defines(text, name):
+    """Whether Python source ``text`` defines ``name`` at module level (def, async def or assignment)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return True
+    return False
+
+
+def facts(cfg, cards):
+    """What :func:`check` needs from the host, read from the paths ``cfg`` names."""
+    model_dir = _get(cfg, "actor_rollout_ref.model.path") or ""
+    out = {"cards": cards, "model_dir_exists": os.path.isfile(os.path.join(model_dir, "config.json")),
+           "model_config": {}, "weights_bytes": 0, "missing_files": [], "reward_text": None, "free_bytes": None}
+    if out["model_dir_exists"]:
+        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as handle:
+            out["model_config"] = json.load(handle)
+        out["weights_bytes"] = sum(os.path.getsize(os.path.join(model_dir, n)) for n in os.listdir(model_dir)
+                                   if n.endswith(".safetensors"))
+    for key in ("data.train_files", "data.val_files"):
+        out["missing_files"] += [[key, f] for f in _files(_get(cfg, key)) if not os.path.isfile(f)]
+    reward = _get(cfg, "custom_reward_function.path")
+    if reward and os.path.isfile(reward):
+        with open(reward, encoding="utf-8") as handle:
+            out["reward_text"] = handle.read()
+    ckpt = _get(cfg, "trainer.default_local_dir") or "."
+    probe = ckpt
+    while probe and not os.path.isdir(probe):  # the nearest folder that exists
+        probe = os.path.dirname(probe.rstrip("/")) or "/"
+    out["free_bytes"] = shutil.disk_usage(probe or "/").free
+    return out
+
+
+def checkpoint_bytes(model_config, weights_bytes):
+    """A checkpoint's size estimated from the weights on disk and their dtype."""
+    dtype = str(model_config.get("torch_dtype") or model_config.get("dtype") or "bfloat16")
+    params = weights_bytes / DTYPE_BYTES.get(dtype, 2)
+    return int(params * CHECKPOINT_BYTES_PER_PARAM)
+
+
+def check(cfg, env):
+    """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`)."""
+    errors = []
+
+    def fail(key, message):
+        errors.append({"key": key, "message": message})
+
+    estimator = _get(cfg, "algorithm.adv_estimator")
+    n = _get(cfg, "actor_rollout_ref.rollout.n", 1) or 1
+    if estimator == "grpo" and n <= 1:
+        fail("actor_rollout_ref.rollout.n", "GRPO compares several responses to one prompt, n=%s gives it one: set "
+             "actor_rollout_ref.rollout.n to 2 or more (the reference uses 8)" % n)
+
+    batch = _get(cfg, "data.train_batch_size")
+    mini = _get(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    if isinstance(batch, int) and isinstance(mini, int):
+        if mini > batch:
+            fail("actor_rollout_ref.actor.ppo_mini_batch_size", "%d is larger than data.train_batch_size (%d): set "
+                 "it to %d or a divisor of it" % (mini, batch, batch))
+        elif mini <= 0 or batch % mini:
+            fail("actor_rollout_ref.actor.ppo_mini_batch_size", "%d does not divide data.train_batch_size (%d): "
+                 "use a divisor of it" % (mini, batch))
+
+    gpus = _get(cfg, "trainer.n_gpus_per_node")
+    nodes = _get(cfg, "trainer.nnodes", 1) or 1
+    cards = env.get("cards")
+    if cards is not None and gpus != len(cards):
+        fail("trainer.n_gpus_per_node", "is %s but this environment has %d visible card(s) (%s): set it to %d"
+             % (gpus, len(cards), ", ".join(str(c) for c in cards) or "none", len(cards)))
+    world = (gpus or 1) * nodes
+    micro = _get(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+    sp = _get(cfg, "actor_rollout_ref.actor.ulysses_sequence_parallel_size", 1) or 1
+    if isinstance(mini, int) and mini > 0 and world:
+        shards = world // sp if world % sp == 0 else 0
+        per_device = mini * n / shards if shards else 0
+        if not shards or per_device != int(per_device) or per_device < 1:
+            fail("actor_rollout_ref.actor.ppo_mini_batch_size", "%d prompts x rollout.n %d = %d responses do not "
+                 "split evenly over %d device(s): make ppo_mini_batch_size x n a multiple of the device count"
+                 % (mini, n, mini * n, world // sp or world))
+        elif isinstance(micro, int) and (micro <= 0 or int(per_device) % micro):
+            fail("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "%d does not divide the %d responses each "
+                 "device gets per mini batch (ppo_mini_batch_size %d x n %d / %d devices): use a divisor of %d"
+                 % (micro, int(per_device), mini, n, world // sp, int(per_device)))
+
+    tp = _get(cfg, "actor_rollout_ref.rollout.tensor_model_parallel_size", 1) or 1
+    if world % tp:
+        fail("actor_rollout_ref.rollout.tensor_model_parallel_size", "%d does not divide the %d device(s): use 1 or "
+             "a divisor of %d" % (tp, world, world))
+
+    if not env.get("model_dir_exists"):
+        fail("actor_rollout_ref.model.path", "%s holds no config.json: run the assets stage (--tags assets) or set "
+             "the model path" % _get(cfg, "actor_rollout_ref.model.path"))
+    else:
+        limit = env["model_config"].get("max_position_embeddings")
+        prompt, response = _get(cfg, "data.max_prompt_length", 0), _get(cfg, "data.max_response_length", 0)
+        if isinstance(limit, int) and prompt + response > limit:
+            fail("data.max_response_length", "max_prompt_length %d + max_response_length %d = %d exceeds the "
+                 "model's max_position_embeddings (%d): shorten one of them" % (prompt, response,
+                                                                              prompt + response, limit))
+        need = 2 * checkpoint_bytes(env["model_config"], env.get("weights_bytes", 0))
+        free = env.get("free_bytes")
+        if free is not None and free < need:
+            fail("trainer.default_local_dir", "two checkpoints of this model need about %.1f GiB, %s has %.1f GiB "
+                 "free: free space or point it elsewhere" % (need / 2**30, _get(cfg, "trainer.default_local_dir"),
+                                                             free / 2**30))
+
+    for key, path in env.get("missing_files", []):
+        fail(key, "%s does not exist: run the assets stage (--tags assets) or fix the path" % path)
+
+    reward_path = _get(cfg, "custom_reward_function.path")
+    reward_name = _get(cfg, "custom_reward_function.name") or "compute_score"
+    if reward_path:
+        if env.get("reward_text") is None:
+            fail("custom_reward_function.path", "%s does not exist: run the assets stage or fix the path"
+                 % reward_path)
+        elif not defines(env["reward_text"], reward_name):
+            fail("custom_reward_function.name", "%s defines no %s at module level (or does not parse): fix the "
+                 "file or custom_reward_function.name" % (reward_path, reward_name))
+    return errors
