@@ -37,6 +37,8 @@ setup(
             "pandas<3",
             "pyarrow",
             "math-verify[antlr4_13_2]",
+            # verl's configuration is composed with Hydra before launch (tested against the 0.5.0 wheel's tree)
+            "hydra-core",
         ],
     },
     entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.npu_smi:main"]},
