@@ -1,0 +1,50 @@
+"""Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+from ascend_grpo import overrides, verl_log  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def train_overrides(layers):
+    """``{{ [reference, profile, paths, user] | train_overrides }}``: Hydra ``key=value`` strings, one per value."""
+    return overrides.render_overrides(*layers)
+
+
+def train_env(layers):
+    """``{{ [reference, profile, cards, user] | train_env }}``: one mapping of strings; a null value removes a key."""
+    merged = overrides.deep_merge(*layers)
+    nested = [key for key, value in merged.items() if isinstance(value, (dict, list))]
+    if nested:
+        raise ValueError("environment variables are strings, not mappings or lists: %s" % ", ".join(nested))
+    return {key: ("" if value is None else str(value).lower() if isinstance(value, bool) else str(value))
+            for key, value in merged.items()}
+
+
+def _cards(cards):
+    return "; ".join("%s: HBM %s/%s MB, AICore %s%%" % (
+        c.get("npu"), c.get("hbm_mb_used", c.get("memory_mb_used", "?")),
+        c.get("hbm_mb_total", c.get("memory_mb_total", "?")),
+        "%g" % c["aicore_pct"] if c.get("aicore_pct") is not None else "?") for c in cards or [])
+
+
+def train_status_table(reports):
+    """``{{ reports | train_status_table }}``: the status view's table for people, one row per training run.
+
+    Each report is what grpo_train_status returned, plus ``host`` and the host's ``cards`` (npu-smi's parse).
+    """
+    rows = []
+    for report in reports:
+        row = dict(report.get("summary") or {}, host=report.get("host"), state=report.get("state"))
+        if report.get("error"):
+            row["error"] = report["error"]
+        if report.get("cards"):
+            row["npu"] = _cards(report["cards"])
+        rows.append(row)
+    return verl_log.render_table(rows)
+
+
+class FilterModule:
+    def filters(self):
+        return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table}

@@ -1,0 +1,454 @@
+"""Read verl's training log (``python -m verl.trainer.main_ppo`` output): steps, resume, checkpoints, end, error.
+
+Standard library only at import: this module also runs inside the training environment, through Ansible's
+module machinery. Only :func:`plot` needs matplotlib, and imports it when called.
+
+- :func:`parse` turns the log's text into steps and their metrics, the resume point, saved checkpoints, the final
+  validation and, for a failed run, the exception that ended it;
+- :func:`summary` reduces that to one host's status (step, progress, ETA, latest metrics under short names);
+- :func:`render_table` prints such statuses, one row per host, as a fixed-width table;
+- :func:`plot` draws score, response length and KL loss against step into a PNG.
+
+What the log looks like (verl 0.5, Ray driving the workers)::
+
+    2026-12-02 19:06:54,713	ERROR npu.py:82 -- Failed to detect NPU type.      <- Ray's own log, then a traceback
+    ESC[36m(TaskRunner pid=9581)ESC[0m Total training steps: 2                 <- Ray prefix, ANSI colours
+    (TaskRunner pid=9581) \\rTraining Progress:  50%|##   | 1/2 [...]          <- tqdm frames joined by \\r
+    (TaskRunner pid=9581) local_global_step_folder: /ckpt/global_step_1
+    (TaskRunner pid=9581) step:1 - actor/kl_loss:0.0 - critic/score/mean:0.0 - ... - perf/throughput:669.3
+    (TaskRunner pid=9581) 'Final validation metrics: None'                      <- pprint of a str, may wrap lines
+    Error executing job with overrides: [...]                                   <- Hydra, before a fatal traceback
+    Traceback (most recent call last):
+      ...
+    ray.exceptions.RayTaskError(AssertionError): ray::TaskRunner.run() (...)   <- Ray's wrapper, more frames follow
+      ...
+    AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2
+
+Lines from different Ray processes interleave (a worker's lines can fall inside the driver's traceback), so lines
+are grouped by their Ray prefix ("source") wherever lines are read as a sequence.
+"""
+
+import ast
+import re
+import time
+from datetime import datetime
+
+# Short name in a summary -> verl's metric key (as printed in the step lines of verl 0.5).
+METRICS = {
+    "score_mean": "critic/score/mean",
+    "kl_loss": "actor/kl_loss",
+    "response_length": "response_length/mean",
+    "step_time_s": "timing_s/step",
+    "throughput": "perf/throughput",
+    "pg_loss": "actor/pg_loss",
+    "grad_norm": "actor/grad_norm",
+    "lr": "actor/lr",
+}
+EPOCH_KEY = "training/epoch"
+ETA_WINDOW = 5  # the ETA uses the mean step time of this many latest steps
+TAIL_LINES = 20  # lines of the fatal traceback kept in ``traceback_tail``
+PLOT_PANELS = (("score mean", "critic/score/mean"), ("response length mean", "response_length/mean"),
+               ("KL loss", "actor/kl_loss"))
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# "(TaskRunner pid=9581) ", "(pid=12) ", "(WorkerDict pid=7, ip=10.0.0.2) ", "(raylet) ".
+_RAY_PREFIX = re.compile(r"\((?:[^()\s]+ )?pid=\d+(?:, ip=[^()\s]+)?\) ?|\(raylet(?:, ip=[^()\s]+)?\) ?")
+_RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+# "step:3 - key:value - ...", also right after a progress frame ("...1.96s/it]step:3 - ..."); never the
+# "training/global_step:3" inside it.
+_STEP = re.compile(r"(?<![\w/])step:(\d+) - (.+)$")
+_NUMPY_SCALAR = re.compile(r"\bnp\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.float64(0.5) -> 0.5
+_TOTAL_STEPS = re.compile(r"Total training steps: (\d+)")
+_LOADED = re.compile(r"Load from checkpoint folder: .*global_step_(\d+)/?\s*$")
+_SET_STEP = re.compile(r"Setting global step to (\d+)")
+_SAVED = re.compile(r"local_global_step_folder: .*global_step_(\d+)/?\s*$")
+_FINAL_VALIDATION = "Final validation metrics:"
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("The above exception was the direct cause of the following exception:",
+            "During handling of the above exception, another exception occurred:")
+# "AssertionError: message", "torch.OutOfMemoryError: ...", "ray.exceptions.RayTaskError(ValueError): ...", "KeyError".
+_EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(?:\([\w.]+\))?(?::(?:\s.*)?)?$")
+_RAY_WRAPPER = re.compile(r"(?:[\w.]+\.)?RayTaskError\b")
+# A log record at ERROR level ("2026-12-02 19:06:54,713\tERROR npu.py:82 -- ...", "ERROR:root:..."): a traceback
+# right after one was logged (logger.exception) and handled, not what ended the run.
+_ERROR_RECORD = re.compile(r"(?:\[?[\d\-/:,.\sT]*\]?\s*)?\[?(?:ERROR|CRITICAL)\b")
+_NOT_A_LITERAL = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)  # from ast.literal_eval
+
+
+def _lines(text):
+    """(source, line) for each complete line of ``text``, ANSI codes and Ray prefixes removed.
+
+    ``source`` is the Ray prefix ("(TaskRunner pid=9581)"), "" for the driver's own output. Each ``\\r``-separated
+    frame becomes a line of its own (empty frames are dropped). The text after the last newline, a line still
+    being written, is left out: a cut step line would otherwise report half its metrics.
+    """
+    for raw in text.split("\n")[:-1]:
+        raw = _ANSI.sub("", raw)
+        prefix = _RAY_PREFIX.match(raw)
+        source = prefix.group(0).strip() if prefix else ""
+        body = _RAY_DEDUP.sub("", raw[prefix.end():] if prefix else raw)
+        if "\r" in body:
+            for frame in body.split("\r"):
+                if frame:
+                    yield source, frame
+        else:
+            yield source, body
+
+
+def _number(text):
+    """A metric value as float (numpy 2 reprs unwrapped), or None when it is not a number."""
+    try:
+        return float(_NUMPY_SCALAR.sub(r"\1", text.strip()))
+    except ValueError:
+        return None
+
+
+def _metrics(text):
+    """``key:value - key:value ...`` -> {key: float}; items without a numeric value are skipped."""
+    metrics = {}
+    for item in text.split(" - "):
+        key, sep, value = item.rpartition(":")
+        number = _number(value) if sep and key.strip() else None
+        if number is not None:
+            metrics[key.strip()] = number
+    return metrics
+
+
+def _literal(text):
+    """``ast.literal_eval`` of ``text``, numpy scalar reprs unwrapped first; ``text`` itself when it is no literal."""
+    try:
+        return ast.literal_eval(_NUMPY_SCALAR.sub(r"\1", text))
+    except _NOT_A_LITERAL:
+        return text
+
+
+class _Traceback:
+    """One Python traceback (with its chained ones and Ray's nested ones) in the lines of one source."""
+
+    def __init__(self, logged):
+        self.logged = logged  # right after an ERROR log record: logged and handled
+        self.lines = [_TRACEBACK]
+        self.exceptions = []  # the "Xxx: message" lines, in order
+        self._in_frames = True  # False right after an exception line
+
+    def feed(self, line):
+        """Take ``line`` if it continues this traceback; False once the traceback is over."""
+        indented = line[:1] in (" ", "\t")
+        stripped = line.strip()
+        if self._in_frames:
+            if indented or not stripped:
+                pass
+            elif _EXCEPTION.match(line):
+                self.exceptions.append(stripped)
+                self._in_frames = False
+            else:
+                return False
+        elif indented or line.rstrip() == _TRACEBACK:  # Ray's wrapper line is followed by the remote frames
+            self._in_frames = True
+        elif stripped and stripped not in _CHAINED:
+            return False
+        self.lines.append(line.rstrip())
+        return True
+
+    def error(self):
+        """The most specific exception line: the last one that is not a Ray ``RayTaskError`` wrapper."""
+        specific = [line for line in self.exceptions if not _RAY_WRAPPER.match(line)]
+        return (specific or self.exceptions)[-1]
+
+    def tail(self):
+        """The last :data:`TAIL_LINES` lines, trailing blank lines left out."""
+        lines = list(self.lines)
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines[-TAIL_LINES:]
+
+
+_INCOMPLETE = object()  # _validation's answer for a pprint-wrapped line whose closing part is still to come
+
+
+def parse(text):
+    """Parse verl's training log ``text`` (str). Never raises on odd input: what it cannot read it skips.
+
+    Returns a dict:
+
+    - ``steps``: [{"step": int, "metrics": {key: float}}] in step order. A step seen again (the run was resumed
+      from an earlier checkpoint) replaces the earlier one, and drops the steps after it, which belong to the
+      abandoned timeline;
+    - ``total_steps``: the last "Total training steps: N", or None;
+    - ``resumed_from``: N of the last "Load from checkpoint folder: .../global_step_N" (or "Setting global step
+      to N"), or None for a run trained from scratch;
+    - ``checkpoints_saved``: steps of the "local_global_step_folder: .../global_step_N" lines, each once, the
+      latest save last;
+    - ``final_validation``: what "Final validation metrics: ..." printed, as a literal (a dict, None) where
+      ``ast.literal_eval`` reads it, else as str; None when not printed (see ``finished``);
+    - ``finished``: True once the final validation line is seen (verl prints it as the last thing of training);
+    - ``error``: for a run that did not finish, the most specific exception line of the last traceback that was
+      not logged and handled (e.g. "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2",
+      never the ``ray.exceptions.RayTaskError(...)`` wrappers around it); None otherwise. A run killed without a
+      traceback (OOM killer, SIGKILL) looks like a running one here: the process state tells them apart;
+    - ``traceback_tail``: the last lines (at most :data:`TAIL_LINES`) of that traceback, or None.
+    """
+    steps = []
+    result = {"steps": steps, "total_steps": None, "resumed_from": None, "checkpoints_saved": [],
+              "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
+    open_tracebacks = {}  # source -> the _Traceback its lines are in
+    tracebacks = []  # in the order they start
+    previous = {}  # source -> its previous line
+    validation = None  # (source, lines) of a final validation line wrapped by pprint, until it closes
+
+    for source, line in _lines(text):
+        last_line = previous.get(source, "")
+        previous[source] = line
+        if validation is not None and validation[0] == source:
+            if line.lstrip()[:1] in ("'", '"'):  # pprint's next 'part'
+                validation[1].append(line)
+                value = _validation(validation[1])
+                if value is not _INCOMPLETE:
+                    result["final_validation"] = value
+                    validation = None
+                continue
+            result["final_validation"] = _validation(validation[1], complete=True)  # it never closed
+            validation = None
+        current = open_tracebacks.get(source)
+        if current is not None:
+            if current.feed(line):
+                continue
+            del open_tracebacks[source]
+        if line.rstrip() == _TRACEBACK:
+            current = _Traceback(logged=bool(_ERROR_RECORD.match(last_line)))
+            open_tracebacks[source] = current
+            tracebacks.append(current)
+            continue
+        match = _STEP.search(line)
+        if match:
+            number = int(match.group(1))
+            while steps and steps[-1]["step"] >= number:
+                steps.pop()
+            steps.append({"step": number, "metrics": _metrics(match.group(2))})
+            continue
+        if _FINAL_VALIDATION in line:
+            result["finished"] = True
+            value = _validation([line])
+            if value is _INCOMPLETE:
+                validation = (source, [line])
+            else:
+                result["final_validation"] = value
+            continue
+        for pattern, key in ((_TOTAL_STEPS, "total_steps"), (_LOADED, "resumed_from"), (_SET_STEP, "resumed_from")):
+            match = pattern.search(line)
+            if match:
+                result[key] = int(match.group(1))
+        match = _SAVED.search(line)
+        if match:
+            saved = result["checkpoints_saved"]
+            number = int(match.group(1))
+            if number in saved:
+                saved.remove(number)
+            saved.append(number)
+
+    if validation is not None:  # the log ends inside the wrapped final validation line
+        result["final_validation"] = _validation(validation[1], complete=True)
+    fatal = [tb for tb in tracebacks if tb.exceptions and not tb.logged]
+    if fatal and not result["finished"]:
+        result["error"] = fatal[-1].error()
+        result["traceback_tail"] = fatal[-1].tail()
+    return result
+
+
+def _validation(lines, complete=False):
+    """The value printed by verl's ``pprint(f"Final validation metrics: {metrics}")`` in ``lines``.
+
+    pprint shows the str quoted, wrapped over several lines as ``('part' \\n 'part')`` when long: while the
+    quoted form does not parse yet, :data:`_INCOMPLETE` (unless ``complete``: then the text as it is).
+    """
+    text = "\n".join(line.strip() for line in lines)
+    if text[:1] in ("(", "'", '"'):
+        try:
+            text = ast.literal_eval(text)
+        except SyntaxError:
+            if not complete:
+                return _INCOMPLETE
+        except _NOT_A_LITERAL:  # parses, but more lines will not make it a literal
+            pass
+        if not isinstance(text, str):
+            text = repr(text)
+    value = text.split(_FINAL_VALIDATION, 1)[-1].strip()
+    return _literal(value)
+
+
+def _seconds(moment):
+    """Epoch seconds from epoch seconds (int, float), a datetime, or an ISO 8601 string ("2026-12-02T19:06:51+0000",
+    as ``jobs`` records a start)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    if isinstance(moment, datetime):
+        return moment.timestamp()
+    return float(moment)
+
+
+def summary(parsed, now=None, started_at=None):
+    """One host's training status from :func:`parse`'s result.
+
+    ``started_at`` (when the run started) and ``now`` (default: the current time) are epoch seconds, datetimes or
+    ISO 8601 strings; with ``started_at``, ``elapsed_s`` is given and the ETA falls back on elapsed time per step
+    when the log has no step times.
+
+    Returns a dict:
+
+    - ``state``: "failed" (an error), "finished", "training" (steps seen) or "starting";
+    - ``step``: the latest step (the resumed-from step, or 0, before the first one), ``total_steps``,
+      ``progress_pct`` (0-100, one decimal; None without a total), ``epoch`` (int, ``training/epoch``);
+    - ``eta_s``: mean ``timing_s/step`` of the latest :data:`ETA_WINDOW` steps x steps remaining; 0.0 when no
+      step remains; None when unknown. ``elapsed_s``: seconds since ``started_at``, or None;
+    - ``resumed_from``, ``last_checkpoint`` (latest saved step or None), ``error``;
+    - the latest step's metrics under the short names of :data:`METRICS` (None when absent).
+    """
+    steps = parsed["steps"]
+    latest = steps[-1]["metrics"] if steps else {}
+    step = steps[-1]["step"] if steps else (parsed["resumed_from"] or 0)
+    total = parsed["total_steps"]
+    remaining = max(total - step, 0) if total is not None else None
+    elapsed = None
+    if started_at is not None:
+        elapsed = (time.time() if now is None else _seconds(now)) - _seconds(started_at)
+
+    times = [entry["metrics"][METRICS["step_time_s"]] for entry in steps[-ETA_WINDOW:]
+             if METRICS["step_time_s"] in entry["metrics"]]
+    done_here = step - (parsed["resumed_from"] or 0)  # steps this run made, in ``elapsed``
+    if times:
+        per_step = sum(times) / len(times)
+    elif elapsed is not None and done_here > 0:
+        per_step = elapsed / done_here
+    else:
+        per_step = None
+    if remaining == 0:
+        eta = 0.0
+    elif remaining is not None and per_step is not None:
+        eta = per_step * remaining
+    else:
+        eta = None
+
+    if parsed["error"]:
+        state = "failed"
+    elif parsed["finished"]:
+        state = "finished"
+    else:
+        state = "training" if steps else "starting"
+    epoch = latest.get(EPOCH_KEY)
+    status = {
+        "state": state,
+        "step": step,
+        "total_steps": total,
+        "progress_pct": round(100.0 * step / total, 1) if total else None,
+        "epoch": int(epoch) if epoch is not None else None,
+        "eta_s": eta,
+        "elapsed_s": elapsed,
+        "resumed_from": parsed["resumed_from"],
+        "last_checkpoint": parsed["checkpoints_saved"][-1] if parsed["checkpoints_saved"] else None,
+        "error": parsed["error"],
+    }
+    for name, key in METRICS.items():
+        status[name] = latest.get(key)
+    return status
+
+
+def _hms(seconds):
+    """Seconds as h:mm:ss (hours unbounded), rounded to the second."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return "%d:%02d:%02d" % (hours, minutes, secs)
+
+
+def _cell(value, fmt):
+    """``value`` formatted with the %-format ``fmt``, or with function ``fmt``; "-" when None."""
+    if value is None:
+        return "-"
+    return fmt(value) if callable(fmt) else fmt % value
+
+
+def _step_cell(row):
+    step, total = row.get("step"), row.get("total_steps")
+    if step is None:
+        return "-"
+    return "%d/%s" % (step, "?" if total is None else total)
+
+
+# (header, row -> cell text, right-aligned) in table order; the NPU column only when a row has "npu".
+_TABLE = (
+    ("HOST", lambda row: _cell(row.get("host"), "%s"), False),
+    ("STATE", lambda row: _cell(row.get("state"), "%s"), False),
+    ("STEP", _step_cell, True),
+    ("EPOCH", lambda row: _cell(row.get("epoch"), "%d"), True),
+    ("ETA", lambda row: _cell(row.get("eta_s"), _hms), True),
+    ("SCORE", lambda row: _cell(row.get("score_mean"), "%.3f"), True),
+    ("KL_LOSS", lambda row: _cell(row.get("kl_loss"), "%.3g"), True),
+    ("RESP_LEN", lambda row: _cell(row.get("response_length"), "%.1f"), True),
+    ("STEP_S", lambda row: _cell(row.get("step_time_s"), "%.2f"), True),
+    ("TOK/S", lambda row: _cell(row.get("throughput"), "%.0f"), True),
+    ("CKPT", lambda row: _cell(row.get("last_checkpoint"), "%d"), True),
+)
+_NPU_COLUMN = ("NPU", lambda row: row.get("npu") or "-", False)
+
+
+def render_table(rows):
+    """A fixed-width table of per-host statuses (:func:`summary` dicts plus "host" and, optionally, "npu": a
+    summary of the NPU cards as a str), one row each in the given order.
+
+    Columns: HOST, STATE, STEP ("2/2"), EPOCH, ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
+    (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step) and NPU when
+    any row has one; "-" for an unknown value. A row with an "error" is followed by an indented ``error: ...``
+    line. Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
+    final newline.
+    """
+    columns = _TABLE + ((_NPU_COLUMN,) if any(row.get("npu") for row in rows) else ())
+    cells = [[render(row) for _, render, _ in columns] for row in rows]
+    widths = [max([len(header)] + [len(line[i]) for line in cells]) for i, (header, _, _) in enumerate(columns)]
+
+    def join(texts):
+        padded = [text.rjust(width) if right else text.ljust(width)
+                  for text, width, (_, _, right) in zip(texts, widths, columns)]
+        return "  ".join(padded).rstrip()
+
+    out = [join([header for header, _, _ in columns]), join(["-" * width for width in widths])]
+    for row, line in zip(rows, cells):
+        out.append(join(line))
+        if row.get("error"):
+            out.append("    error: %s" % row["error"])
+    return "\n".join(out)
+
+
+def plot(parsed, path, title=None):
+    """Write a PNG at ``path``: score mean, response length mean and KL loss against step, stacked.
+
+    ``parsed`` is :func:`parse`'s result; ``title`` goes above the panels. Raises ValueError when the log has no
+    step yet, ImportError when matplotlib is missing. Draws with the Agg canvas directly (no pyplot, no global
+    backend switch), so it works without a display and inside other matplotlib users. Returns ``path``.
+    """
+    steps = parsed["steps"]
+    if not steps:
+        raise ValueError("the log has no training step yet: nothing to plot")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+    except ImportError as exc:
+        raise ImportError("plot() needs matplotlib (pip install matplotlib): %s" % exc) from exc
+
+    figure = Figure(figsize=(8, 9), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(len(PLOT_PANELS), 1, sharex=True)
+    for ax, (label, key) in zip(axes, PLOT_PANELS):
+        points = [(entry["step"], entry["metrics"][key]) for entry in steps if key in entry["metrics"]]
+        if points:
+            ax.plot([x for x, _ in points], [y for _, y in points], marker="o")
+        else:
+            ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel("step")
+    axes[-1].set_xlim(steps[0]["step"] - 0.5, steps[-1]["step"] + 0.5)  # a single step still gets a width
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    if title:
+        figure.suptitle(title)
+    figure.savefig(path, format="png")
+    return path

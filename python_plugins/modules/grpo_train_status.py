@@ -1,0 +1,163 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: what a verl training run is doing, from its job state, its log and its checkpoints."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_train_status
+short_description: Report a training run's state, step, ETA, latest metrics and checkpoints
+description:
+  - Reads the run's detached job (running, finished, failed, stopped), the current log (C(run_dir/logs/latest.log))
+    and the checkpoint folder, and returns one summary; a failed run's reason is the exception at the end of its
+    traceback.
+  - With C(wait), blocks up to that many seconds while the run is going and has logged no new step, so an C(until)
+    loop shows progress once per step. With C(plot), writes a PNG of score, response length and KL loss against
+    step (needs matplotlib in the environment). Changes nothing else.
+options:
+  run_dir:
+    description: The run folder (holds C(run_grpo.sh) and C(logs/)).
+    type: path
+    required: true
+  state_dir:
+    description: Where jobs keep their state (the workspace's C(.grpo/jobs)).
+    type: path
+    required: true
+  checkpoint_dir:
+    description: The run's checkpoint folder (C(trainer.default_local_dir)).
+    type: path
+    required: true
+  job:
+    description: The job's name.
+    type: str
+    default: train
+  wait:
+    description: Seconds to wait for a new step while the run is going.
+    type: float
+    default: 0
+  plot:
+    description: Write a PNG of the metrics to this path.
+    type: path
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Look at the run
+  grpo_train_status:
+    run_dir: /data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single
+    state_dir: /data/grpo/.grpo/jobs
+    checkpoint_dir: /data/grpo/checkpoints/verl_grpo_example_math/qwen2_5_1_5b_math_single
+  register: run
+"""
+
+RETURN = r"""
+state:
+  description: absent (never launched), running, finished, failed or stopped.
+  returned: always
+  type: str
+step:
+  description: The last logged training step (null before the first).
+  returned: always
+  type: int
+total_steps:
+  description: The run's total training steps, as verl logged them.
+  returned: always
+  type: int
+steps_logged:
+  description: Training steps logged by this run's log (0 until the first).
+  returned: always
+  type: int
+summary:
+  description: Epoch, progress, ETA and the latest metrics under short names.
+  returned: always
+  type: dict
+checkpoints:
+  description: Saved steps (global_step_N folders) and the latest recorded one.
+  returned: always
+  type: dict
+error:
+  description: For a failed run, the exception that ended it.
+  returned: when failed
+  type: str
+progress:
+  description: One line for people ("step 3/29 ...").
+  returned: always
+  type: str
+"""
+
+import os
+import re
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import jobs, verl_log
+
+
+def checkpoints(path):
+    saved = sorted(int(m.group(1)) for m in (re.match(r"global_step_(\d+)$", n) for n in
+                                              (os.listdir(path) if os.path.isdir(path) else [])) if m)
+    latest = None
+    try:
+        with open(os.path.join(path, "latest_checkpointed_iteration.txt"), encoding="utf-8") as handle:
+            latest = int(handle.read().strip())
+    except (OSError, ValueError):
+        pass
+    return {"dir": path, "saved": saved, "latest": latest}
+
+
+def look(p):
+    job = jobs.status(p["state_dir"], p["job"])
+    log = os.path.join(p["run_dir"], "logs", "latest.log")
+    text = ""
+    if os.path.isfile(log):
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    else:
+        log = job.get("log")
+    parsed = verl_log.parse(text)
+    summary = verl_log.summary(parsed, now=time.time(), started_at=None)
+    result = {"state": job["state"], "running": job["running"], "pid": job.get("pid"),
+              "exit_status": job.get("exit_status"), "log": log, "step": summary.get("step"),
+              "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
+              "resumed_from": parsed.get("resumed_from"), "summary": summary,
+              "checkpoints": checkpoints(p["checkpoint_dir"])}
+    if job["state"] in ("failed", "stopped"):
+        result["error"] = parsed.get("error") or (job["tail"][-1] if job["tail"] else "no log")
+        result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
+    step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
+    metrics = ", ".join("%s %s" % (k, ("%.4g" % summary[k]) if isinstance(summary[k], float) else summary[k])
+                        for k in ("score_mean", "kl_loss", "response_length", "step_time_s")
+                        if summary.get(k) is not None)
+    result["progress"] = "%s: %s%s" % (job["state"], step, (" (" + metrics + ")") if metrics else "")
+    return result, parsed
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
+                           checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
+                           wait=dict(type="float", default=0), plot=dict(type="path")),
+        supports_check_mode=True,
+    )
+    p = module.params
+    result, parsed = look(p)
+    deadline = time.monotonic() + p["wait"]
+    while result["running"] and time.monotonic() < deadline:
+        time.sleep(1.0)
+        newer, newer_parsed = look(p)
+        if newer["steps_logged"] != result["steps_logged"] or not newer["running"]:
+            result, parsed = newer, newer_parsed
+            break
+        result, parsed = newer, newer_parsed
+    if p["plot"] and parsed["steps"] and not module.check_mode:
+        try:
+            verl_log.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))
+            result["plot"] = p["plot"]
+        except ImportError as err:
+            result["plot_error"] = "no plot: %s" % err
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
