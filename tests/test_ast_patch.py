@@ -216,7 +216,10 @@ def test_cpu_sim_profile_on_verl_050(v050):
     dev = device.get_torch_device()
     free, total = dev.mem_get_info()
     assert 0 < free <= total
-    assert (dev.memory_allocated(), dev.current_device(), dev.device_count(), dev.empty_cache()) == (0, 0, 1, None)
+    assert (dev.memory_allocated(), dev.current_device(), dev.device_count(), dev.empty_cache()) == (0, "cpu", 1, None)
+    # verl moves tensors to the "current device": it must be the CPU itself, not index 0 of an accelerator
+    assert torch.zeros(1).to(dev.current_device()).device.type == "cpu"
+    assert dev.get_device_name() == "CPU"
     dev.manual_seed(7)
     state = dev.get_rng_state()
     a = torch.rand(2)
