@@ -43,7 +43,7 @@ def test_one_run_at_a_time(tmp_path):
         assert not changed and second["pid"] == first["pid"] and second["state"] == "running"
     finally:
         changed, st = jobs.stop(str(tmp_path), "sleeper", grace=5)
-    assert changed and st["state"] == "stopped" and not st["running"]
+    assert changed and st["state"] == "stopped" and not st["running"] and st["stopped_at"]
     # stopping what does not run changes nothing
     assert jobs.stop(str(tmp_path), "sleeper")[0] is False
 

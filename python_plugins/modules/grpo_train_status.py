@@ -122,7 +122,9 @@ def look(p):
               "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
               "resumed_from": parsed.get("resumed_from"), "summary": summary,
               "checkpoints": checkpoints(p["checkpoint_dir"])}
-    if job["state"] in ("failed", "stopped"):
+    if job["state"] == "stopped":
+        result["error"] = "stopped on request at %s" % job["stopped_at"]
+    elif job["state"] == "failed":
         result["error"] = parsed.get("error") or (job["tail"][-1] if job["tail"] else "no log")
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
     step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")

@@ -116,7 +116,13 @@ def status(state_dir, name, tail_lines=40):
             rc = int(handle.read().strip())
     except (OSError, ValueError):
         pass
-    stopped = os.path.exists(os.path.join(job_dir, "stopped"))
+    stopped_at = None
+    try:
+        with open(os.path.join(job_dir, "stopped"), encoding="utf-8") as handle:
+            stopped_at = handle.read().strip()
+    except OSError:
+        pass
+    stopped = stopped_at is not None
     if running:
         state = "running"
     elif stopped:
@@ -127,7 +133,7 @@ def status(state_dir, name, tail_lines=40):
         state = "failed"  # a non-zero exit, or killed so hard that no status was written
     lines = tail(meta["log"], tail_lines)
     return {"name": name, "state": state, "running": running, "exit_status": rc, "pid": meta.get("pid"),
-            "started_at": meta.get("started"), "command": meta.get("command"), "log": meta["log"], "tail": lines,
+            "started_at": meta.get("started"), "stopped_at": stopped_at, "command": meta.get("command"), "log": meta["log"], "tail": lines,
             "progress": lines[-1].strip() if lines else ""}
 
 
