@@ -36,7 +36,9 @@ setup(
             "datasets",
             "pandas<3",
             "pyarrow",
-            "math-verify[antlr4_13_2]",
+            # the antlr runtime hydra-core pins (4.9): with another extra pip settles on an old math-verify
+            "math-verify[antlr4_9_3]==0.9.0",
+            "matplotlib",  # the status view's plot
             # verl's configuration is composed with Hydra before launch (tested against the 0.5.0 wheel's tree)
             "hydra-core",
         ],
