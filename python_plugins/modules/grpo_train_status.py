@@ -145,13 +145,10 @@ def main():
     p = module.params
     result, parsed = look(p)
     deadline = time.monotonic() + p["wait"]
-    while result["running"] and time.monotonic() < deadline:
+    logged = result["steps_logged"]
+    while result["running"] and result["steps_logged"] == logged and time.monotonic() < deadline:
         time.sleep(1.0)
-        newer, newer_parsed = look(p)
-        if newer["steps_logged"] != result["steps_logged"] or not newer["running"]:
-            result, parsed = newer, newer_parsed
-            break
-        result, parsed = newer, newer_parsed
+        result, parsed = look(p)
     if p["plot"] and parsed["steps"] and not module.check_mode:
         try:
             verl_log.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))

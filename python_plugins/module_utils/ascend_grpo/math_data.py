@@ -15,10 +15,11 @@ the outputs were made from; :func:`plan` says whether they are current, so a rer
 """
 
 import glob
-import hashlib
 import json
 import os
 import time
+
+from .weights import sha256_file
 
 REQUIRED = ("problem", "level", "type", "solution")
 DATA_SOURCE = "DigitalLearningGmbH/MATH-lighteval"
@@ -148,19 +149,24 @@ def plan(spec):
     if spec["source"] == "local":
         request["input"] = _fingerprint_local(local_files(spec.get("local_dir")))
     elif spec["source"] == "hf":
-        if manifest and all(manifest.get(k) == v for k, v in request.items()) \
-                and manifest.get("outputs") == _outputs_state(dest):
+        # current for the same request: decided from the manifest, without asking the hub for its commit
+        if _current(manifest, request, dest):
             return dict(request, dest=dest, action="none", rows=manifest["rows"],
                         reason="current (%s@%s)" % (spec["repo"], manifest["input"]))
         request["input"] = _hub_commit(spec)
     else:
         raise DataError("source", "unknown source %r: use hf or local" % spec["source"])
-    if manifest and all(manifest.get(k) == v for k, v in request.items()) \
-            and manifest.get("outputs") == _outputs_state(dest):
+    if _current(manifest, request, dest):
         return dict(request, dest=dest, action="none", rows=manifest["rows"], reason="current")
     changed = [n for n in OUTPUTS if os.path.exists(os.path.join(dest, n))]
     return dict(request, dest=dest, endpoint=spec.get("endpoint"), action="build",
                 reason="outputs missing" if not changed else "outputs out of date", replaces=changed)
+
+
+def _current(manifest, request, dest):
+    """Whether the outputs in ``dest`` are what ``manifest`` says this request made, untouched since."""
+    return bool(manifest) and all(manifest.get(k) == v for k, v in request.items()) \
+        and manifest.get("outputs") == _outputs_state(dest)
 
 
 def _hub_commit(spec):
@@ -244,13 +250,8 @@ def build(spec, step):
         os.replace(tmp, path)
     record = {k: step[k] for k in ("source", "repo", "revision", "local_dir", "options", "input")}
     record.update(rows=rows, dropped=dropped, outputs=_outputs_state(dest),
-                  sha256={n: _sha256(os.path.join(dest, n)) for n in OUTPUTS},
+                  sha256={n: sha256_file(os.path.join(dest, n)) for n in OUTPUTS},
                   built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     with open(os.path.join(dest, MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     return {"rows": rows, "dropped": dropped, "backups": backups}
-
-
-def _sha256(path):
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()

@@ -213,7 +213,8 @@ class Progress:
         self._thread.join()
 
 
-def _sha256(path):
+def sha256_file(path):
+    """The sha256 of a file, read in blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
@@ -244,7 +245,7 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
             except Exception as err:  # pylint: disable=broad-except
                 raise _hub_error(err, step) from err
         for name, digest in sorted((step.get("sha256") or {}).items()):
-            if name in step.get("missing", files) and _sha256(os.path.join(dest, name)) != digest:
+            if name in step.get("missing", files) and sha256_file(os.path.join(dest, name)) != digest:
                 raise WeightsError("dest", "%s does not match the hub's sha256 after download: delete it and "
                                    "run again" % name)
     elif step["action"] == "download":
