@@ -1,0 +1,372 @@
+# -*- coding: utf-8 -*-
+"""The eval stage's decisions, in plain Python: which checkpoint, whether its merge is current, whether a kept
+OpenCompass result answers the question again, what OpenCompass's own result files say, and the report.
+
+Nothing here runs OpenCompass or the merger; the role runs them and this module reads what they wrote.
+"""
+
+import csv
+import datetime
+import glob
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+MERGE_MANIFEST = ".grpo-merge.json"
+LATEST = "latest_checkpointed_iteration.txt"
+_STEP_DIR = re.compile(r"^global_step_(\d+)$")
+_TIMESTAMP_DIR = re.compile(r"^\d{8}_\d{6}$")
+
+# What the guide's sample reports for Qwen2.5-1.5B-Instruct on MATH-lighteval (OpenCompass math_gen_a58d9d).
+REFERENCE = {
+    "model": "Qwen/Qwen2.5-1.5B-Instruct",
+    "data": "DigitalLearningGmbH/MATH-lighteval",
+    "base": 43.48,
+    "trained": {140: 53.26, 280: 55.06},
+    "source": "the guide's sample (cann-recipes-train, Qwen2.5-1.5B-Instruct, GRPO on MATH-lighteval)",
+}
+
+
+class EvalError(Exception):
+    """A refusal whose message names the setting to change."""
+
+
+def _step_of(name):
+    match = _STEP_DIR.match(name)
+    return int(match.group(1)) if match else None
+
+
+def saved_steps(ckpt_dir):
+    """Steps whose actor checkpoint holds model shards (what the merger reads), ascending."""
+    steps = []
+    try:
+        names = os.listdir(ckpt_dir)
+    except OSError:
+        return steps
+    for name in names:
+        step = _step_of(name)
+        if step is not None and glob.glob(os.path.join(ckpt_dir, name, "actor", "model_world_size_*_rank_*.pt")):
+            steps.append(step)
+    return sorted(steps)
+
+
+def _read_int(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pick(ckpt_dir, step=0):
+    """The checkpoint to evaluate: ``step`` when given (>0), else the newest recorded by verl.
+
+    Returns step, actor_dir, saved (all saved steps) and latest (what verl's record names)."""
+    if not os.path.isdir(ckpt_dir):
+        raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (--tags train), or point "
+                        "grpo_eval_checkpoint_dir at a run's checkpoint folder." % ckpt_dir)
+    saved = saved_steps(ckpt_dir)
+    if not saved:
+        raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N/actor with model "
+                        "shards). Let the run reach trainer.save_freq or its last step first." % ckpt_dir)
+    latest = _read_int(os.path.join(ckpt_dir, LATEST))
+    if step:
+        if step not in saved:
+            raise EvalError("grpo_eval_step: step %d was not saved in %s; saved steps: %s. Set grpo_eval_step to "
+                            "one of them (or 0 for the newest)." % (step, ckpt_dir, ", ".join(map(str, saved))))
+        chosen = step
+    elif latest in saved:
+        chosen = latest
+    else:
+        # verl writes the record after the folder; a record naming a missing step means a cut save
+        chosen = saved[-1]
+    return {"step": chosen, "actor_dir": os.path.join(ckpt_dir, "global_step_%d" % chosen, "actor"),
+            "saved": saved, "latest": latest}
+
+
+def _files(root, exclude=()):
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            if rel in exclude or not os.path.isfile(path):
+                continue
+            out.append(rel)
+    return out
+
+
+def fingerprint(root, files=None, exclude=()):
+    """sha256 over (name, size, mtime) of the files: equal when nothing was written since, without reading
+    gigabytes of shards on every rerun."""
+    digest = hashlib.sha256()
+    for rel in files if files is not None else _files(root, exclude):
+        stat = os.stat(os.path.join(root, rel))
+        digest.update(("%s\0%d\0%d\n" % (rel, stat.st_size, stat.st_mtime_ns)).encode())
+    return digest.hexdigest()
+
+
+def checkpoint_fingerprint(actor_dir):
+    """What the merged model is made of: the model shards and the Hugging Face config/tokenizer beside them
+    (the optimizer state does not reach the merged folder)."""
+    files = sorted(os.path.relpath(p, actor_dir)
+                   for p in glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt")))
+    hf_dir = os.path.join(actor_dir, "huggingface")
+    if os.path.isdir(hf_dir):
+        files += [os.path.join("huggingface", rel) for rel in _files(hf_dir)]
+    return fingerprint(actor_dir, files)
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def writable_problem(path):
+    """None when ``path`` (or the folder that would hold it) can be written, else why not. Probes with a real
+    file, which root on a read-only mount cannot make either."""
+    probe_dir = path
+    while not os.path.isdir(probe_dir):
+        if os.path.exists(probe_dir):
+            return "%s exists and is not a folder" % probe_dir
+        parent = os.path.dirname(probe_dir)
+        if parent == probe_dir:
+            break
+        probe_dir = parent
+    try:
+        handle, name = tempfile.mkstemp(prefix=".grpo-probe-", dir=probe_dir)
+    except OSError as err:
+        return "%s cannot be written (%s)" % (probe_dir, err.strerror or err)
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
+def merge_plan(actor_dir, target, step):
+    """Whether ``target`` must be (re)made from the checkpoint in ``actor_dir``.
+
+    action is none (the merged folder matches this checkpoint and nobody changed it since) or merge; backup is
+    true when a folder is there that must be kept aside first (not ours, another checkpoint's, or edited)."""
+    source = checkpoint_fingerprint(actor_dir)
+    plan = {"action": "merge", "backup": False, "step": step, "source_fingerprint": source, "target": target}
+    if not os.path.isdir(target):
+        plan["reason"] = "no merged folder yet"
+        return plan
+    if not os.listdir(target):
+        plan["reason"] = "the merged folder is empty"
+        return plan
+    manifest = read_json(os.path.join(target, MERGE_MANIFEST))
+    plan["backup"] = True
+    if not isinstance(manifest, dict):
+        plan["reason"] = "the folder holds no merge record (kept aside, then merged)"
+    elif manifest.get("source_fingerprint") != source or manifest.get("step") != step:
+        plan["reason"] = "it was merged from another checkpoint (step %s) or the checkpoint was written since" % (
+            manifest.get("step"),)
+    elif manifest.get("merged_fingerprint") != fingerprint(target, exclude=(MERGE_MANIFEST,)):
+        plan["reason"] = "its files changed since the merge (kept aside, then merged again)"
+    else:
+        plan.update(action="none", backup=False, reason="it matches step %d's checkpoint" % step)
+    return plan
+
+
+def merge_record(target, step, actor_dir, source_fingerprint, when):
+    """The record written into a merged folder (after the merge)."""
+    return {"step": step, "checkpoint": actor_dir, "source_fingerprint": source_fingerprint,
+            "merged_fingerprint": fingerprint(target, exclude=(MERGE_MANIFEST,)), "merged_at": when}
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def eval_key(model_fingerprint, data_sha256, settings):
+    """Names a result by everything that decides it: the model's files, the problems and the settings."""
+    blob = json.dumps({"model": model_fingerprint, "data": data_sha256, "settings": settings}, sort_keys=True)
+    return sha256_text(blob)[:16]
+
+
+def model_fingerprint(model_dir):
+    """The model files that decide its answers (weights, config, tokenizer, chat template)."""
+    keep = re.compile(r"(\.safetensors|\.bin|\.json|\.txt|\.model|\.jinja|\.tiktoken)$")
+    files = [rel for rel in _files(model_dir, exclude=(MERGE_MANIFEST,))
+             if keep.search(rel) and not os.path.basename(rel).startswith(".")]
+    return fingerprint(model_dir, files)
+
+
+def _results_files(work_dir, dataset):
+    """OpenCompass's per-model result files for ``dataset`` in its newest run folder (an older run's files do not
+    stand in for a newer run that wrote none)."""
+    runs = sorted((d for d in os.listdir(work_dir) if _TIMESTAMP_DIR.match(d)), reverse=True) \
+        if os.path.isdir(work_dir) else []
+    if not runs:
+        return None, []
+    return runs[0], sorted(glob.glob(os.path.join(work_dir, runs[0], "results", "*", dataset + ".json")))
+
+
+def _summary_value(run_dir, dataset, abbr):
+    """The figure OpenCompass's own summary CSV gives for ``dataset`` and ``abbr`` (None without one)."""
+    for path in sorted(glob.glob(os.path.join(run_dir, "summary", "summary_*.csv"))):
+        with open(path, encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("dataset") == dataset and abbr in row:
+                    try:
+                        return float(row[abbr])
+                    except (TypeError, ValueError):
+                        return None
+    return None
+
+
+def _is_correct(value):
+    """A detail's verdict: OpenCompass stores it as a bool, or as a list of one bool per sample."""
+    if isinstance(value, list):
+        return bool(value) and all(v is True for v in value)
+    return value is True
+
+
+def read_result(work_dir, dataset="math"):
+    """What OpenCompass wrote for one model in ``work_dir``: accuracy (0-100), problems, correct answers, the
+    result file and the summary's figure. Raises EvalError when the run left no result."""
+    run, files = _results_files(work_dir, dataset)
+    if not files:
+        raise EvalError("OpenCompass wrote no %s result under %s (see its log)" % (dataset, work_dir))
+    if len(files) > 1:
+        raise EvalError("OpenCompass wrote results for several models under %s: %s" % (work_dir, files))
+    path = files[0]
+    data = read_json(path)
+    if not isinstance(data, dict) or "accuracy" not in data:
+        raise EvalError("%s holds no accuracy (OpenCompass failed to score: %s)" % (
+            path, (data or {}).get("error", "unreadable") if isinstance(data, dict) or data is None else data))
+    details = data.get("details")
+    details = list(details.values()) if isinstance(details, dict) else (details or [])
+    correct = sum(1 for d in details if isinstance(d, dict) and _is_correct(d.get("correct")))
+    abbr = os.path.basename(os.path.dirname(path))
+    with open(path, "rb") as handle:
+        sha = hashlib.sha256(handle.read()).hexdigest()
+    predictions = os.path.join(work_dir, run, "predictions", abbr, dataset + ".json")
+    return {"accuracy": float(data["accuracy"]), "problems": len(details), "correct": correct, "abbr": abbr,
+            "run": run, "result_file": path, "result_sha256": sha,
+            "predictions_file": predictions if os.path.isfile(predictions) else None,
+            "summary_accuracy": _summary_value(os.path.join(work_dir, run), dataset, abbr)}
+
+
+def reference_for(model, data, step):
+    """The sample's figures when the model and the data are the reference ones, else None."""
+    if (model or "").rstrip("/") != REFERENCE["model"] or (data or "").rstrip("/") != REFERENCE["data"]:
+        return None
+    trained = REFERENCE["trained"].get(step)
+    return {"base": REFERENCE["base"], "trained": trained,
+            "trained_steps": sorted(REFERENCE["trained"]), "source": REFERENCE["source"],
+            "note": None if trained is not None else "the sample reports steps %s, not step %s" % (
+                ", ".join(map(str, sorted(REFERENCE["trained"]))), step)}
+
+
+def build_report(base, trained, meta):
+    """The report: base vs trained accuracy, their difference, the checkpoint and the configuration."""
+    diff = round(trained["accuracy"] - base["accuracy"], 2)
+    report = {
+        "dataset": meta.get("dataset", "math_gen_a58d9d"),
+        "problems": trained["problems"],
+        "base": {k: base[k] for k in ("model", "accuracy", "correct", "problems", "result_file", "result_sha256",
+                                      "evaluated_at") if k in base},
+        "trained": {k: trained[k] for k in ("model", "accuracy", "correct", "problems", "result_file",
+                                            "result_sha256", "evaluated_at") if k in trained},
+        "difference": diff,
+        "checkpoint": meta.get("checkpoint", {}),
+        "settings": meta.get("settings", {}),
+        "training": meta.get("training", {}),
+        "reference": reference_for(meta.get("model"), meta.get("data"), meta.get("checkpoint", {}).get("step")),
+    }
+    return report
+
+
+def _fmt(value):
+    return "-" if value is None else "%.2f" % value
+
+
+def render_markdown(report):
+    """The report as markdown (what a person reads first)."""
+    ck = report["checkpoint"]
+    ref = report["reference"]
+    lines = ["# GRPO evaluation: %s" % report["dataset"], "",
+             "Checkpoint: step %s of %s" % (ck.get("step"), ck.get("dir", "?")), ""]
+    header = "| model | accuracy (%) | correct / problems |"
+    rule = "|---|---|---|"
+    if ref:
+        header += " sample (%) |"
+        rule += "---|"
+    lines += [header, rule]
+    rows = [("base: " + str(report["base"].get("model")), report["base"], ref and ref["base"]),
+            ("trained: step %s" % ck.get("step"), report["trained"], ref and ref["trained"])]
+    for name, res, sample in rows:
+        line = "| %s | %s | %d / %d |" % (name, _fmt(res["accuracy"]), res["correct"], res["problems"])
+        if ref:
+            line += " %s |" % _fmt(sample)
+        lines.append(line)
+    line = "| difference | %+.2f | |" % report["difference"]
+    if ref:
+        sample_diff = None if ref["trained"] is None else ref["trained"] - ref["base"]
+        line += " %s |" % ("-" if sample_diff is None else "%+.2f" % sample_diff)
+    lines.append(line)
+    if ref:
+        lines += ["", "Sample figures: %s%s." % (ref["source"], "; " + ref["note"] if ref["note"] else "")]
+    settings = report["settings"]
+    if settings:
+        lines += ["", "## Evaluation settings", ""]
+        lines += ["- %s: `%s`" % (k, json.dumps(settings[k], sort_keys=True)) for k in sorted(settings)]
+    training = report["training"]
+    if not training:
+        lines += ["", "Training configuration: not on record (the run's launches.jsonl has no launch before this "
+                      "checkpoint was written)."]
+    else:
+        lines += ["", "## Training configuration (the launch that wrote this checkpoint)", ""]
+        for key in ("run_dir", "profile", "started_at", "script_sha1"):
+            if training.get(key) is not None:
+                lines.append("- %s: `%s`" % (key, training[key]))
+        if training.get("overrides"):
+            lines += ["", "```"] + list(training["overrides"]) + ["```"]
+    lines += ["", "Figures from OpenCompass's result files:", "",
+              "- base: `%s` (sha256 %s)" % (report["base"].get("result_file"),
+                                            (report["base"].get("result_sha256") or "")[:12]),
+              "- trained: `%s` (sha256 %s)" % (report["trained"].get("result_file"),
+                                               (report["trained"].get("result_sha256") or "")[:12])]
+    return "\n".join(lines) + "\n"
+
+
+def _epoch(value):
+    """Seconds since the epoch from a number or the jobs' ISO time (2026-12-02T22:20:01+0000); None if neither."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return datetime.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return None
+
+
+def launch_for(launches, written_at):
+    """The launch that wrote a checkpoint: the last one started before the checkpoint was written."""
+    before = [(t, l) for t, l in ((_epoch(l.get("started_at")), l) for l in launches)
+              if t is not None and t <= written_at]
+    return max(before, key=lambda pair: pair[0])[1] if before else None
+
+
+def read_launches(path):
+    """The run's launch history (one JSON object a line; unreadable lines are skipped)."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(item, dict):
+                    out.append(item)
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,203 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: pick a verl checkpoint and merge it into a Hugging Face folder (only when that is not done)."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_checkpoint
+short_description: Pick a saved verl checkpoint and merge it into a Hugging Face model folder
+description:
+  - Picks the step to evaluate, the newest by default (verl's C(latest_checkpointed_iteration.txt)) or the one
+    given; a step that was not saved is refused, naming the saved ones.
+  - C(state=planned) only reports the step, the launch that wrote it and whether the merged folder is current
+    (read-only). C(state=merged) runs C(python -m verl.model_merger merge --backend fsdp) into a fresh folder
+    beside the target and puts it in place, unless the target already matches the checkpoint (a record of the
+    checkpoint's and the merged files' names, sizes and times is kept in it).
+  - A target that holds something else (no record, another checkpoint, or files changed since) is moved aside to
+    C(<target>.bak-<time>) first, never deleted. The tokenizer and chat template are the ones training saved
+    beside the checkpoint; after the merge the chat template is compared with the training's.
+  - A target that cannot be written is refused before anything runs. Supports check mode and diff.
+options:
+  checkpoint_dir:
+    description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
+    type: path
+    required: true
+  step:
+    description: The step to merge; 0 picks the newest saved one.
+    type: int
+    default: 0
+  target_root:
+    description: The merged folder is C(target_root/global_step_N).
+    type: path
+    required: true
+  state:
+    description: planned (report only) or merged.
+    type: str
+    choices: [planned, merged]
+    default: planned
+  python:
+    description: The Python that has verl (the training stack's).
+    type: str
+    default: python3
+  launches:
+    description: The run's launch history (C(launches.jsonl) in the run folder) to name the launch that wrote the step.
+    type: path
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Merge the newest checkpoint
+  grpo_checkpoint:
+    checkpoint_dir: /data/grpo/checkpoints/verl_grpo_example_math/qwen2_5_1_5b_math_single
+    target_root: /data/grpo/models/merged/verl_grpo_example_math/qwen2_5_1_5b_math_single
+    state: merged
+  register: merged
+"""
+
+RETURN = r"""
+step:
+  description: The step picked.
+  returned: always
+  type: int
+saved:
+  description: The steps saved in the checkpoint folder.
+  returned: always
+  type: list
+  elements: int
+latest:
+  description: The step verl's latest_checkpointed_iteration.txt names (null without one).
+  returned: always
+  type: int
+actor_dir:
+  description: The checkpoint's actor folder.
+  returned: always
+  type: str
+target:
+  description: The merged Hugging Face folder.
+  returned: always
+  type: str
+action:
+  description: none (the merged folder matches) or merge.
+  returned: always
+  type: str
+reason:
+  description: Why.
+  returned: always
+  type: str
+backup:
+  description: Where a former folder at the target was moved.
+  returned: when one was moved
+  type: str
+launch:
+  description: The launch (from the run's history) that wrote this step, with its overrides.
+  returned: when the history has it
+  type: dict
+written_at:
+  description: When the checkpoint's model shards were written (epoch seconds).
+  returned: always
+  type: float
+"""
+
+import glob
+import json
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import evaluation
+
+
+def chat_template_of(folder):
+    """The chat template a tokenizer folder carries (chat_template.jinja wins, as in transformers)."""
+    path = os.path.join(folder, "chat_template.jinja")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    config = evaluation.read_json(os.path.join(folder, "tokenizer_config.json")) or {}
+    return config.get("chat_template")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            checkpoint_dir=dict(type="path", required=True),
+            step=dict(type="int", default=0),
+            target_root=dict(type="path", required=True),
+            state=dict(type="str", default="planned", choices=["planned", "merged"]),
+            python=dict(type="str", default="python3"),
+            launches=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        picked = evaluation.pick(p["checkpoint_dir"], p["step"])
+    except evaluation.EvalError as err:
+        module.fail_json(msg=str(err))
+    step, actor_dir = picked["step"], picked["actor_dir"]
+    target = os.path.join(p["target_root"], "global_step_%d" % step)
+    problem = evaluation.writable_problem(target)
+    if problem:
+        module.fail_json(msg="grpo_eval_merged_root: the merged model cannot be written: %s. Point "
+                             "grpo_eval_merged_root at a writable folder (the workspace's models/merged by "
+                             "default)." % problem, step=step, saved=picked["saved"])
+    shards = glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt"))
+    written_at = max(os.stat(s).st_mtime for s in shards)
+    plan = evaluation.merge_plan(actor_dir, target, step)
+    result = dict(changed=False, step=step, saved=picked["saved"], latest=picked["latest"], actor_dir=actor_dir,
+                  target=target, action=plan["action"], reason=plan["reason"], written_at=written_at)
+    if p["launches"]:
+        launch = evaluation.launch_for(evaluation.read_launches(p["launches"]), written_at)
+        if launch:
+            result["launch"] = launch
+    if plan["action"] == "none" or p["state"] == "planned":
+        module.exit_json(**result)
+
+    before = evaluation.read_json(os.path.join(target, evaluation.MERGE_MANIFEST)) or {}
+    result["changed"] = True
+    result["diff"] = {"before": "merged from step %s\n" % before.get("step") if before else
+                      ("(a folder without a merge record)\n" if plan["backup"] else "(absent)\n"),
+                      "after": "merged from step %d of %s\n" % (step, p["checkpoint_dir"]),
+                      "before_header": target, "after_header": target}
+    if module.check_mode:
+        module.exit_json(**result)
+
+    partial = target + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    # not from the workspace root: a verl/ source folder there would shadow the installed package
+    rc, out, err = module.run_command(
+        [p["python"], "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", actor_dir,
+         "--target_dir", partial], cwd=os.path.dirname(target))
+    if rc != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg="verl's model merger failed on step %d (rc %d): %s" % (
+            step, rc, "\n".join((err or out).strip().splitlines()[-15:])), **result)
+    if not glob.glob(os.path.join(partial, "*.safetensors")) or not os.path.isfile(
+            os.path.join(partial, "config.json")):
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg="verl's model merger wrote no safetensors or config.json for step %d" % step, **result)
+    trained_template = chat_template_of(os.path.join(actor_dir, "huggingface"))
+    if trained_template is not None and chat_template_of(partial) != trained_template:
+        shutil.rmtree(partial, ignore_errors=True)
+        module.fail_json(msg="the merged folder's chat template differs from the one training saved in %s" % (
+            os.path.join(actor_dir, "huggingface")), **result)
+    if plan["backup"]:
+        backup = "%s.bak-%s" % (target, time.strftime("%Y%m%d-%H%M%S"))
+        os.rename(target, backup)
+        result["backup"] = backup
+    elif os.path.isdir(target):
+        os.rmdir(target)  # empty
+    os.rename(partial, target)
+    record = evaluation.merge_record(target, step, actor_dir, plan["source_fingerprint"],
+                                     time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    with open(os.path.join(target, evaluation.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: find a kept OpenCompass result for a model, or read and keep what OpenCompass just wrote."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_eval_result
+short_description: Keep OpenCompass results by what decides them, and read OpenCompass's own result files
+description:
+  - A result is named by a key made of the model's files (names, sizes, times of its weights, config and
+    tokenizer), the sha256 of the problems file and the evaluation settings. The same model, problems and settings
+    give the same key, so a rerun finds the kept result and OpenCompass does not run again.
+  - C(state=query) (read-only) returns the kept result when there is one, else the folder OpenCompass should work
+    in. C(state=collected) reads OpenCompass's result file (C(<work_dir>/<time>/results/<abbr>/<dataset>.json))
+    and its summary CSV, checks they agree, and keeps the figures with the file's path and sha256.
+  - Supports check mode.
+options:
+  name:
+    description: Which model this is in the report (base or trained).
+    type: str
+    required: true
+  model_dir:
+    description: The Hugging Face model folder evaluated.
+    type: path
+    required: true
+  model:
+    description: What to call the model in the report (a hub id, or a checkpoint step).
+    type: str
+    required: true
+  data_file:
+    description: The problems (OpenCompass's math.json).
+    type: path
+    required: true
+  settings:
+    description: The evaluation settings that decide the result (output length, batch size, limit, kwargs).
+    type: dict
+    required: true
+  eval_dir:
+    description: The eval stage's folder (kept results in C(results/), OpenCompass runs in C(opencompass/)).
+    type: path
+    required: true
+  dataset:
+    description: The dataset's abbreviation in OpenCompass's result files.
+    type: str
+    default: math
+  state:
+    description: query or collected.
+    type: str
+    choices: [query, collected]
+    default: query
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Look for the base model's kept result
+  grpo_eval_result:
+    name: base
+    model_dir: /data/grpo/models/Qwen2.5-1.5B-Instruct
+    model: Qwen/Qwen2.5-1.5B-Instruct
+    data_file: /data/grpo/data/math/math.json
+    settings: {max_out_len: 1024, batch_size: 16}
+    eval_dir: /data/grpo/eval
+  register: base
+"""
+
+RETURN = r"""
+found:
+  description: Whether a kept result answers (state=query).
+  returned: always
+  type: bool
+key:
+  description: The result's key.
+  returned: always
+  type: str
+work_dir:
+  description: The folder OpenCompass works in for this key.
+  returned: always
+  type: str
+kept:
+  description: The kept result's file.
+  returned: always
+  type: str
+result:
+  description: accuracy (0-100), problems, correct, result_file, result_sha256, model, evaluated_at, settings.
+  returned: when found or collected
+  type: dict
+"""
+
+import hashlib
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import evaluation
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            model_dir=dict(type="path", required=True),
+            model=dict(type="str", required=True),
+            data_file=dict(type="path", required=True),
+            settings=dict(type="dict", required=True),
+            eval_dir=dict(type="path", required=True),
+            dataset=dict(type="str", default="math"),
+            state=dict(type="str", default="query", choices=["query", "collected"]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
+        if not os.path.isfile(path):
+            module.fail_json(msg="the %s model's %s %s is missing" % (p["name"], what, path))
+    data_sha = file_sha256(p["data_file"])
+    key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
+    label = "%s-%s" % (p["name"], key)
+    kept = os.path.join(p["eval_dir"], "results", label + ".json")
+    work_dir = os.path.join(p["eval_dir"], "opencompass", label)
+    result = dict(changed=False, key=key, kept=kept, work_dir=work_dir, found=False)
+    if p["state"] == "query":
+        record = evaluation.read_json(kept)
+        if isinstance(record, dict) and "accuracy" in record:
+            result.update(found=True, result=record)
+        module.exit_json(**result)
+
+    try:
+        read = evaluation.read_result(work_dir, p["dataset"])
+    except evaluation.EvalError as err:
+        module.fail_json(msg=str(err), **result)
+    if read["problems"] == 0:
+        module.fail_json(msg="OpenCompass scored no problem in %s" % read["result_file"], **result)
+    if read["summary_accuracy"] is not None and abs(read["summary_accuracy"] - read["accuracy"]) > 0.006:
+        module.fail_json(msg="OpenCompass's summary says %.2f but its result file %s says %.4f" % (
+            read["summary_accuracy"], read["result_file"], read["accuracy"]), **result)
+    if abs(100.0 * read["correct"] / read["problems"] - read["accuracy"]) > 0.006:
+        module.fail_json(msg="%s: accuracy %.4f does not match its details (%d of %d correct)" % (
+            read["result_file"], read["accuracy"], read["correct"], read["problems"]), **result)
+    record = dict(read, name=p["name"], model=p["model"], model_dir=p["model_dir"], key=key,
+                  data_file=p["data_file"], data_sha256=data_sha, settings=p["settings"],
+                  evaluated_at=read["run"])
+    result.update(result=record, changed=True)
+    if not module.check_mode:
+        os.makedirs(os.path.dirname(kept), exist_ok=True)
+        with open(kept + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2, sort_keys=True)
+        os.replace(kept + ".tmp", kept)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
