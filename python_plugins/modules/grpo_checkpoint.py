@@ -77,8 +77,8 @@ target:
   description: The merged Hugging Face folder.
   returned: always
   type: str
-action:
-  description: none (the merged folder matches) or merge.
+merge:
+  description: none (the merged folder matches) or merge (named so because Ansible claims C(action)).
   returned: always
   type: str
 reason:
@@ -148,7 +148,7 @@ def main():
     written_at = max(os.stat(s).st_mtime for s in shards)
     plan = evaluation.merge_plan(actor_dir, target, step)
     result = dict(changed=False, step=step, saved=picked["saved"], latest=picked["latest"], actor_dir=actor_dir,
-                  target=target, action=plan["action"], reason=plan["reason"], written_at=written_at)
+                  target=target, merge=plan["action"], reason=plan["reason"], written_at=written_at)
     if p["launches"]:
         launch = evaluation.launch_for(evaluation.read_launches(p["launches"]), written_at)
         if launch:
