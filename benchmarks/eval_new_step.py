@@ -33,6 +33,8 @@ def latest_step():
 
 
 def forget(step, models):
+    if not models:
+        return
     shutil.rmtree(os.path.join(WORKSPACE, "models/merged/sim/tiny_qwen2_math/global_step_%d" % step),
                   ignore_errors=True)
     for name in models:
