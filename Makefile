@@ -3,6 +3,11 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# verl's tree at the guide's commit, for hosts without GitHub (the simulated host's deps stage then unpacks it):
+# taken from ../shared/upstream when it is there; set GRPO_VERL_TARBALL to another copy, or to empty for git.
+VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
+GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
+export GRPO_VERL_TARBALL
 
 .PHONY: venv demo test lint unit molecule bench clean-sim
 

@@ -2,7 +2,8 @@
 
 Builds, from nothing but this repository, with fixed seeds (same bytes on every run with the same library versions):
 
-- ``DIR/tiny-qwen2/``: a randomly initialised Qwen2ForCausalLM (hidden size 64, 2 layers, under 2 MB) with a
+- ``DIR/tiny-qwen2/``: a randomly initialised Qwen2ForCausalLM (hidden size 128 in 4 heads of 32, the smallest head
+  vLLM's CPU attention accepts; 2 layers, under 3 MB) with a
   byte-level BPE tokenizer trained here on the fixture problems and a little text written for it; Qwen's special
   tokens and a ChatML chat template stored in ``tokenizer_config.json``, as Qwen2.5 folders have it;
 - ``DIR/math/data/{train,test}-00000-of-00001.parquet``: the problems of ``tests/fixtures/math/problems.yml`` with the
@@ -33,6 +34,9 @@ PROBLEMS_FILE = Path(__file__).resolve().parent / "fixtures" / "math" / "problem
 MATH_COLUMNS = ("problem", "level", "type", "solution")
 SPLITS = ("train", "test")
 MODEL_DIR = "tiny-qwen2"
+# Changes when the built assets change shape (v2: head size 32, which vLLM's CPU attention needs), so folders built
+# by an older version are built again.
+BUILD_STAMP = ".sim-assets-v2"
 DATA_DIR = "math"
 
 SEED = 1234
@@ -130,7 +134,7 @@ def build_model(out_dir) -> Path:
     endoftext, im_end = tokenizer.convert_tokens_to_ids([ENDOFTEXT, IM_END])
     # Token ids as in Qwen2.5-Instruct: bos is <|endoftext|> (the tokenizer adds none), a turn ends with <|im_end|>.
     config = Qwen2Config(
-        vocab_size=64 * math.ceil(len(tokenizer) / 64), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        vocab_size=64 * math.ceil(len(tokenizer) / 64), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True,
         dtype="float32", rope_theta=10000.0, rms_norm_eps=1e-6, use_sliding_window=False,
         bos_token_id=endoftext, eos_token_id=im_end, pad_token_id=endoftext)
@@ -175,6 +179,9 @@ def main(argv=None):
         print(build_model(args.out))
     if not args.model_only:
         print(build_math_parquet(args.out))
+    if not (args.model_only or args.data_only):
+        # what a caller's `creates:` looks for: both built by this version of the builder
+        (args.out / BUILD_STAMP).write_text("model and data built\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -98,3 +98,58 @@ def test_index_that_does_not_answer(venv, tmp_path):
     with pytest.raises(stack.StackError, match="the package index does not answer"):
         stack.plan(profile, {}, None, "x86_64", {}, venv, state,
                    run=lambda argv, e=None: stack.default_run(argv, dict(e or {}, **env)))
+
+
+def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, tmp_path):
+    """The first plan downloads into the wheel cache; a fresh environment then plans and installs the same profile
+    with the index unreachable (a closed port), from the cache alone."""
+    profile = {
+        "name": "cached", "constraints": True, "pins": {"python-dateutil": "2.9.0.post0"},
+        "phases": [{"name": "dateutil", "requirements": ["python-dateutil==2.9.0.post0"]},
+                   {"name": "fixed", "requirements": ["idna==3.7"], "no_deps": True}],
+    }
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    site = {"wheel_cache": str(cache)}
+    for round_, extra in (("first", {}), ("offline", {"index_url": "http://127.0.0.1:9/simple"})):
+        root = tmp_path_factory.mktemp("venv-" + round_)
+        subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+        python = str(root / "bin" / "python")
+        state = tmp_path / round_
+        state.mkdir()
+        arch = stack.probe(python, "none")["machine"]
+        plan = stack.plan(profile, {}, None, arch, dict(site, **extra), python, str(state))
+        assert not plan["blocking"], plan
+        stack.install(pins.install_steps(profile, {}, None, arch, dict(site, **extra), python,
+                                         stack.write_constraints(profile, str(state))))
+        versions = stack.probe(python, "none")["versions"]
+        assert versions["python-dateutil"] == "2.9.0.post0" and versions["six"] and versions["idna"] == "3.7"
+    # what the first plan resolved (dateutil and its six) and the no-deps package, as files
+    names = sorted(path.name.split("-")[0].lower() for path in cache.iterdir())
+    assert names == ["idna", "python_dateutil", "six"]
+
+
+def test_no_download_in_check_mode_and_none_of_a_package_built_from_source(tmp_path):
+    calls = []
+
+    def run(argv, env=None):
+        calls.append(argv)
+        if "--report" in argv:
+            with open(argv[argv.index("--report") + 1], "w", encoding="utf-8") as handle:
+                handle.write('{"install": []}')
+        return 0, "", ""
+
+    profile = {"name": "p", "constraints": False, "pins": {},
+               "phases": [{"name": "a", "requirements": ["six"]},
+                          {"name": "built", "requirements": ["vllm==0.13.0"], "no_deps": True, "no_binary": ["vllm"]},
+                          {"name": "plain", "requirements": ["idna==3.7"], "no_deps": True}]}
+    site = {"wheel_cache": str(tmp_path)}
+    stack.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run, fill_cache=False)
+    assert [c for c in calls if "download" in c] == []
+    assert ["--find-links", str(tmp_path)] == calls[-1][calls[-1].index("--find-links"):][:2]
+    calls.clear()
+    stack.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run)
+    downloads = [c for c in calls if "download" in c]
+    assert [c[-1] for c in downloads] == ["six", "idna==3.7"]
+    assert "--no-deps" in downloads[1] and not any("vllm==0.13.0" in c for c in downloads)
+    assert all(c[c.index("-d") + 1] == str(tmp_path) for c in downloads)

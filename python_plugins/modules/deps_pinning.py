@@ -64,8 +64,14 @@ options:
     description: With C(state=verified), fail on drift (false only reports, for a quick look before deciding).
     type: bool
     default: true
-  pip_cache_dir:
-    description: pip's cache folder; in the workspace it survives the container, so a recreated one reinstalls fast.
+  download_cache:
+    description:
+      - A folder of downloaded packages (in the workspace it survives the container). The plan first downloads what
+        it resolves into C(<download_cache>/wheels) (C(pip download); not in check mode), and every pip run looks
+        there before the index (C(--find-links)), so a reinstall, a recreated container or another run on the same
+        host fetches nothing again, even from an index whose answers pip's HTTP cache may not keep. pip's own cache
+        is C(<download_cache>/http).
+      - Not used with a site wheelhouse (that is offline already).
     type: path
   plan_platform:
     description:
@@ -172,7 +178,7 @@ def main():
             state_dir=dict(type="path", required=True),
             editable_name=dict(type="str", default="verl"),
             plan_platform=dict(type="dict", default={}),
-            pip_cache_dir=dict(type="path"),
+            download_cache=dict(type="path"),
             source=dict(type="dict"),
             fail_on_drift=dict(type="bool", default=True),
         ),
@@ -196,7 +202,12 @@ def main():
             module.fail_json(msg="requirements file %s of profile %s cannot be read: %s" % (
                 path, profile["name"], err.strerror))
 
-    pip_env = {"PIP_CACHE_DIR": p["pip_cache_dir"]} if p["pip_cache_dir"] else {}
+    pip_env = {}
+    if p["download_cache"]:
+        pip_env["PIP_CACHE_DIR"] = os.path.join(p["download_cache"], "http")
+        if not p["site"].get("wheelhouse"):
+            p["site"] = dict(p["site"], wheel_cache=os.path.join(p["download_cache"], "wheels"))
+            os.makedirs(p["site"]["wheel_cache"], exist_ok=True)
 
     def run(argv, env=None):
         rc, out, err = module.run_command(argv, environ_update=env or {})
@@ -251,7 +262,7 @@ def main():
 
     try:
         plan = stack.plan(profile, paths, read_file, arch, p["site"], python, p["state_dir"], p["accept_drift"],
-                          p["plan_platform"] or None, pip_env, run)
+                          p["plan_platform"] or None, pip_env, run, fill_cache=not module.check_mode)
     except stack.StackError as err:
         module.fail_json(msg="%s Nothing was installed." % err, **result)
     result["plan"] = plan

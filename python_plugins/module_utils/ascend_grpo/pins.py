@@ -175,6 +175,9 @@ def index_args(phase, arch, site):
     args = []
     if site.get("wheelhouse"):
         return ["--no-index", "--find-links", site["wheelhouse"]]
+    if site.get("wheel_cache"):
+        # pip prefers a local file to the index's copy of the same release, so what was downloaded once is reused
+        args += ["--find-links", site["wheel_cache"]]
     own = not site.get("ignore_profile_indexes")  # a site mirror that serves everything replaces them
     index = site.get("index_url") or (for_arch(phase.get("index_url"), arch) if own else None)
     if index:

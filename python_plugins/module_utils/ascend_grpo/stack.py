@@ -101,12 +101,37 @@ def write_constraints(profile, state_dir):
     return path
 
 
+def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default_run):
+    """Download what the plan resolves (and the no-deps packages) into site["wheel_cache"], keeping what is there.
+
+    pip download resolves as an install that ignores what is installed, so the dry run after it finds every file
+    there. A failure is left to the dry run, which explains conflicts and connection trouble."""
+    cache = site["wheel_cache"]
+    base = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "20",
+            "-d", cache] + request["index_args"]
+    if profile.get("constraints"):
+        base += ["-c", write_constraints(profile, state_dir)]
+    full_env = dict(env or {}, PIP_NO_INPUT="1")
+    for phase in profile["phases"]:
+        full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
+    # a package built from source at install (no_binary) is fetched there: downloading would build its metadata
+    built = {pins.canonical(name) for phase in profile["phases"] for name in phase.get("no_binary") or []}
+    fixed = [r for r in request["fixed"] if pins.canonical(pins.split_requirement(r)[0]) not in built]
+    if request["requirements"]:
+        run(base + list(request["requirements"]), full_env)
+    if fixed:
+        run(base + ["--no-deps"] + fixed, full_env)
+
+
 def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cross=None, env=None,
-         run=default_run):
+         run=default_run, fill_cache=True):
     """Resolve the whole profile without installing; returns pins.analyze_plan(...) plus overrides/unplanned.
 
-    cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only."""
+    cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only.
+    site["wheel_cache"]: download into it first (fill_cache), so the dry run and the install find the files."""
     request = pins.plan_request(profile, paths, read_file, arch, site)
+    if site.get("wheel_cache") and fill_cache and not cross:
+        fill_wheel_cache(request, profile, site, python, state_dir, env, run)
     report_path = os.path.join(state_dir, "deps-plan-report.json")
     # Not --quiet: pip explains a conflict ("The conflict is caused by") only at its normal level.
     argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
