@@ -18,7 +18,11 @@ options:
     type: path
     required: true
   operations:
-    description: The profile's operations (op, file and the fields of that op); content already resolved.
+    description:
+      - The operations (op, file and the fields of that op); content already resolved.
+      - Several profiles go in one call, in order, each operation labelled with its profile's name in C(profile).
+        Each then sees the text the ones before it leave (in check mode too, where nothing is written), and the
+        states are reported per profile.
     type: list
     elements: dict
     required: true
@@ -40,6 +44,19 @@ files:
   type: list
   elements: dict
   sample: [{file: verl/workers/actor/dp_actor.py, changed: true, states: [original]}]
+profiles:
+  description: Per profile label (in order), whether it had anything to change and its own states per file.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{profile: cpu-overlay, changed: true, files: [{file: verl/utils/device.py, states: [original, original]}]}]
+lines:
+  description: 'One line per profile and file, C(<profile> | <file>: <states>) (without C(<profile> | ) for
+    unlabelled operations).'
+  returned: always
+  type: list
+  elements: str
+  sample: ["vllm0.13.0 | verl/workers/fsdp_workers.py: applied", "cpu-overlay | verl/workers/fsdp_workers.py: original"]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -60,7 +77,10 @@ def main():
         module.fail_json(msg="%s. No file was changed." % err)
     changed = any(r["changed"] for r in results)
     diff = [{"prepared": r["diff"]} for r in results if r["diff"]]
-    module.exit_json(changed=changed, diff=diff,
+    profiles = ast_patch.states_by_profile(module.params["operations"], results)
+    lines = ["%s%s: %s" % (p["profile"] + " | " if p["profile"] else "", f["file"], ", ".join(f["states"]))
+             for p in profiles for f in p["files"]]
+    module.exit_json(changed=changed, diff=diff, profiles=profiles, lines=lines,
                      files=[{k: r[k] for k in ("file", "changed", "states")} for r in results])
 
 

@@ -22,6 +22,9 @@ Operations:
   statement equal (by AST) to ``old`` becomes ``new`` (re-indented).
 - keyword_value: {file, call, keyword, old, new}: in calls to ``call``, ``keyword=<old>`` -> ``keyword=<new>``.
 - create_file: {file, content}: the file with exactly this content.
+
+An operation may also carry a ``profile`` label: several profiles then go through one apply_profile call in
+order (each sees the text the ones before it leave, in check mode too), and states_by_profile reports per label.
 """
 
 import ast
@@ -422,6 +425,27 @@ def apply_profile(root, ops, check=False):
                 handle.write(text)
             os.replace(tmp, path)
     return results
+
+
+def states_by_profile(ops, results):
+    """apply_profile's results regrouped by the ``profile`` label of each operation (several profiles applied in
+    one call, in order, so that each sees the text the ones before it leave, in check mode too):
+    [{"profile", "changed", "files": [{"file", "states"}]}] in the order the labels first appear; an operation
+    with no label counts under "". A file's states follow its operations in order, as apply_profile keeps them."""
+    labels = {}
+    for op in ops:
+        labels.setdefault(op["file"], []).append(op.get("profile", ""))
+    grouped = {}
+    for label in (op.get("profile", "") for op in ops):
+        grouped.setdefault(label, {"profile": label, "changed": False, "files": {}})
+    for result in results:
+        # create_file reports one state for its file
+        for label, state in zip(labels.get(result["file"], []), result["states"]):
+            entry = grouped[label]
+            entry["files"].setdefault(result["file"], []).append(state)
+            entry["changed"] = entry["changed"] or state == ORIGINAL
+    return [dict(entry, files=[{"file": f, "states": s} for f, s in entry["files"].items()])
+            for entry in grouped.values()]
 
 
 def main(argv=None):
