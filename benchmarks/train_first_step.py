@@ -53,7 +53,7 @@ def main():
     runs = [once() for _ in range(RUNS)]
     subprocess.run(["docker", "exec", CONTAINER, "rm", "-rf", "/data/grpo/checkpoints/sim/" + EXPERIMENT,
                     "/data/grpo/runs/sim/" + EXPERIMENT], check=True)
-    print("ansible-playbook site.yml --tags train -> first logged step, simulated host (verl 0.5.0 on CPU, "
+    print("ansible-playbook site.yml --tags train -> first logged step, simulated host (verl@634bd935, vLLM rollout on CPU, "
           "tiny model), %d runs" % RUNS)
     print("%-46s %8s %8s %8s %7s" % ("", "median", "min", "max", "share"))
     median_total = statistics.median(r["total"] for r in runs)

@@ -22,7 +22,7 @@ DEFAULT_SYSTEM = (
     "the final answer inside <answer> </answer> tags as \\boxed{}. Use exactly this format:\n"
     "<think>\nStep 1: ...\nStep 2: ...\n</think>\n<answer>\n\\boxed{...}\n</answer>")
 DEFAULT_SYSTEM_TURN = "<|im_start|>system\n" + DEFAULT_SYSTEM + "<|im_end|>\n"
-MAX_PROMPT_LENGTH = 192  # data.max_prompt_length of the simulated training (cpu-sim)
+MAX_PROMPT_LENGTH = 192  # data.max_prompt_length of the simulated training (cpu-overlay)
 TOOLS = [{"type": "function", "function": {
     "name": "add", "description": "Add two integers.",
     "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},

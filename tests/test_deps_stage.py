@@ -47,7 +47,7 @@ def refused(result, name, *needles):
 def test_unknown_profile(env):
     deps, name, _ = env
     refused(deps({"deps_pinning_profile": "vllm0.12"}), name,
-            "Unknown profile vllm0.12: set deps_pinning_profile to one of cpu-sim, vllm0.13.0, vllm0.9.1")
+            "Unknown profile vllm0.12: set deps_pinning_profile to one of vllm0.13.0, vllm0.13.0-cpu, vllm0.9.1")
 
 
 def one_pin_profile(tmp_path, name, version):
@@ -145,10 +145,10 @@ def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env,
     def patch_stage(extra):
         return playbook("site.yml", "-i", "inventories/sim", "--tags", "patch", "-e", json.dumps(dict(base, **extra)))
 
-    unknown = patch_stage({"verl_compat_patch_profile": "vllm0.12"})
+    unknown = patch_stage({"verl_compat_patch_profiles": ["vllm0.12"]})
     assert unknown.returncode != 0
-    assert "Unknown patch profile vllm0.12: set verl_compat_patch_profile to one of cpu-sim, vllm0.13.0, vllm0.9.1" \
-        in unknown.stdout
+    assert ("Unknown patch profile vllm0.12 in verl_compat_patch_profiles: use one of cpu-overlay, vllm0.13.0, "
+            "vllm0.9.1, or the path of a patch profile file of your own") in " ".join(unknown.stdout.split())
     (workspace / "verl" / "verl").mkdir(parents=True, exist_ok=True)
     (workspace / "verl" / "verl" / "__init__.py").touch()
     shape = workspace / "verl" / "verl" / "shape.py"
@@ -157,7 +157,7 @@ def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env,
     profile.write_text(json.dumps({"name": "p", "compat": {"watched": [], "entries": [], "optional": []},
                                    "operations": [{"op": "import_module", "file": "verl/shape.py",
                                                    "from": "nothing.here", "to": "x.y"}]}))
-    neither = patch_stage({"verl_compat_patch_profile_file": str(profile)})
+    neither = patch_stage({"verl_compat_patch_profiles": [str(profile)]})
     assert neither.returncode != 0
     assert "verl/shape.py: expected an import from nothing.here (or, patched, from x.y). No file was changed." \
         in neither.stdout

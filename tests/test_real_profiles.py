@@ -37,7 +37,7 @@ def plan_for(profile, arch, glibc, tmp_path):
 
 
 def test_shipped_profiles_are_well_formed():
-    for name in ("vllm0.13.0", "vllm0.9.1", "cpu-sim"):
+    for name in ("vllm0.13.0", "vllm0.9.1", "vllm0.13.0-cpu"):
         assert pins.validate_profile(load(name)) == [], name
 
 

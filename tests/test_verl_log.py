@@ -1,8 +1,9 @@
 """verl's training log: steps and metrics, resume, checkpoints, final validation, the error of a failed run; the
 status summary, the per-host table and the plot.
 
-The three logs under fixtures/verl_logs are real verl 0.5.0 runs on CPU (2 steps; the same run resumed to 3 steps;
-a run that fails at start-up on tensor parallel size 2 with 1 worker); the other cases are built here.
+The three logs under fixtures/verl_logs are real runs of verl@634bd935 with the vLLM 0.13.0 rollout on the simulated
+host's CPU (2 steps; the same run resumed to 3 steps; a run that fails at start-up on tensor parallel size 2 with 1
+worker); the other cases are built here.
 """
 
 import os
@@ -49,22 +50,27 @@ def test_two_step_run():
     # The Ray start-up tracebacks (no 'acl' module on CPU) are logged by Ray and handled: not errors.
     assert parsed["error"] is None and parsed["traceback_tail"] is None
 
+    # values as the step lines print them (verl@634bd935 prints the actor's metrics as np.float64(...))
     first, second = (entry["metrics"] for entry in parsed["steps"])
-    assert len(first) == len(second) == 59
+    assert len(first) == len(second) == 72
     assert second["critic/score/mean"] == 0.0
-    assert second["response_length/mean"] == 14.75
-    assert second["timing_s/step"] == 0.5485059239999828
-    assert second["perf/throughput"] == 2362.7821383384744
-    assert second["actor/grad_norm"] == 9.562303603161126e-06
-    assert second["training/global_step"] == 2.0
-    assert first["response_length/mean"] == 16.0 and first["timing_s/step"] == 1.909379538000394
-    assert first["global_seqlen/min"] == 1278.0
+    assert second["response_length/mean"] == 16.0
+    assert second["timing_s/step"] == 0.715178726000886
+    assert second["perf/throughput"] == 1826.1169586277406
+    assert second["actor/grad_norm"] == 0.0005987902404740453
+    assert second["actor/kl_loss"] == 0.007354736328125
+    assert second["training/global_step"] == 2
+    assert second["training/rollout_probs_diff_max"] == 3.822625149041414e-05
+    assert first["actor/grad_norm"] == 1.058514952659607 and first["timing_s/step"] == 30.790319353000086
+    assert first["global_seqlen/min"] == 1278
+    assert first["training/rollout_probs_diff_max"] == 3.250932786613703e-05
 
     assert verl_log.summary(parsed) == {
         "state": "finished", "step": 2, "total_steps": 2, "progress_pct": 100.0, "epoch": 0, "eta_s": 0.0,
         "elapsed_s": None, "resumed_from": None, "last_checkpoint": 2, "error": None,
-        "score_mean": 0.0, "kl_loss": 0.0, "response_length": 14.75, "step_time_s": 0.5485059239999828,
-        "throughput": 2362.7821383384744, "pg_loss": 0.0, "grad_norm": 9.562303603161126e-06, "lr": 1e-06,
+        "score_mean": 0.0, "kl_loss": 0.007354736328125, "response_length": 16.0,
+        "step_time_s": 0.715178726000886, "throughput": 1826.1169586277406, "pg_loss": 0.0,
+        "grad_norm": 0.0005987902404740453, "lr": 0.001, "rollout_diff_max": 3.822625149041414e-05,
     }
 
 
@@ -284,7 +290,7 @@ def test_render_table():
         "HOST                STATE          STEP  EPOCH      ETA  SCORE  KL_LOSS  RESP_LEN  STEP_S  TOK/S  CKPT  NPU",
         "------------------  -----------  ------  -----  -------  -----  -------  --------  ------  -----  ----  "
         "--------------------",
-        "node-a              finished        2/2      0  0:00:00  0.000        0      14.8    0.55   2363     2  -",
+        "node-a              finished        2/2      0  0:00:00  0.000  0.00735      16.0    0.72   1826     2  -",
         "node-b.example.org  training     42/300      1  3:28:33  0.612  0.00123     312.2   48.50   1535    40  "
         "8x 910B3 OK, 62% HBM",  # ETA: 48.5 s x 258 steps = 12513 s
         "node-c              failed          0/2      -        -      -        -         -       -      -     -  -",

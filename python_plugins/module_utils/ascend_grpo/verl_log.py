@@ -9,7 +9,7 @@ module machinery. Only :func:`plot` needs matplotlib, and imports it when called
 - :func:`render_table` prints such statuses, one row per host, as a fixed-width table;
 - :func:`plot` draws score, response length and KL loss against step into a PNG.
 
-What the log looks like (verl 0.5, Ray driving the workers)::
+What the log looks like (verl@634bd935, Ray driving the workers)::
 
     2026-12-02 19:06:54,713	ERROR npu.py:82 -- Failed to detect NPU type.      <- Ray's own log, then a traceback
     ESC[36m(TaskRunner pid=9581)ESC[0m Total training steps: 2                 <- Ray prefix, ANSI colours
@@ -33,7 +33,7 @@ import re
 import time
 from datetime import datetime
 
-# Short name in a summary -> verl's metric key (as printed in the step lines of verl 0.5).
+# Short name in a summary -> verl's metric key (as printed in the step lines of verl@634bd935).
 METRICS = {
     "score_mean": "critic/score/mean",
     "kl_loss": "actor/kl_loss",
@@ -43,6 +43,8 @@ METRICS = {
     "pg_loss": "actor/pg_loss",
     "grad_norm": "actor/grad_norm",
     "lr": "actor/lr",
+    # with rollout.calculate_log_probs: how far the rollout's log-probs are from the actor's (the weight sync)
+    "rollout_diff_max": "training/rollout_probs_diff_max",
 }
 EPOCH_KEY = "training/epoch"
 ETA_WINDOW = 5  # the ETA uses the mean step time of this many latest steps
