@@ -1,0 +1,136 @@
+"""The run script the train stage renders: the simulated host's (npu-single + cpu-overlay) against a 910B's
+(npu-single), and the sim's overrides against verl@634bd935's own configuration.
+
+The script is rendered from the stage's own template with the stage's own filters, from the same layers the role
+composes (reference, profiles in order, the assets stage's paths, the user's). What the overlay may change is read
+from the overlay file itself: the sim's script must differ from the NPU script by exactly its keys and variables.
+"""
+
+import os
+import re
+import shlex
+import tarfile
+
+import jinja2
+import pytest
+import yaml
+from conftest import ROOT
+
+from ascend_grpo import overrides as ov
+
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location("train_filters",
+                                               os.path.join(ROOT, "python_plugins", "filter_plugins", "train.py"))
+train_filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(train_filters)
+
+ROLE = os.path.join(ROOT, "roles", "grpo_train")
+COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
+TARBALL = os.environ.get("GRPO_VERL_TARBALL") or os.path.join(
+    os.path.dirname(ROOT), "shared", "upstream", "verl-%s.tar.gz" % COMMIT)
+# what the assets stage records and the cards the container stage gives (the same on both hosts)
+PATHS = {"data": {"train_files": "/data/grpo/data/math/train.parquet", "val_files": "/data/grpo/data/math/test.parquet"},
+         "actor_rollout_ref": {"model": {"path": "/data/grpo/models/Qwen2.5-1.5B-Instruct"}},
+         "trainer": {"project_name": "p", "experiment_name": "e", "default_local_dir": "/data/grpo/checkpoints/p/e"},
+         "custom_reward_function": {"path": "/data/grpo/reward/math_reward.py", "name": "compute_score"}}
+CARDS_ENV = {"ASCEND_RT_VISIBLE_DEVICES": "0"}
+
+
+def load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def render(profiles, user=None):
+    layers = [load(os.path.join(ROLE, "files", "profiles", name + ".yml")) for name in profiles]
+    reference = load(os.path.join(ROLE, "files", "reference.yml"))
+    override_list = train_filters.train_overrides(
+        [reference["overrides"]] + [layer["overrides"] for layer in layers] + [PATHS, user or {}])
+    env = train_filters.train_env([reference["env"]] + [layer["env"] for layer in layers] + [CARDS_ENV, {}])
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
+                                     undefined=jinja2.StrictUndefined, trim_blocks=True)  # as Ansible renders
+    environment.filters["quote"] = shlex.quote
+    text = environment.get_template("run_grpo.sh.j2").render(
+        grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
+        grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list)
+    return text, override_list
+
+
+def script_parts(text):
+    """(the Hydra overrides as the shell passes them, {variable: value} exported) read back from the script."""
+    body = text[text.index("python3 -m verl.trainer.main_ppo"):text.index('"$@"')]
+    words = shlex.split(body.replace("\\\n", " "))[3:]
+    exports = dict(shlex.split(line)[1].split("=", 1) for line in text.splitlines() if line.startswith("export "))
+    return words, exports
+
+
+def key_of(override):
+    return override.split("=", 1)[0].lstrip("+")
+
+
+def test_the_sim_script_differs_from_the_npu_script_only_by_the_overlay():
+    npu_text, _ = render(["npu-single"])
+    sim_text, _ = render(["npu-single", "cpu-overlay"])
+    npu, npu_env = script_parts(npu_text)
+    sim, sim_env = script_parts(sim_text)
+    overlay = load(os.path.join(ROLE, "files", "profiles", "cpu-overlay.yml"))
+    overlay_keys = {key_of(key) for key, _ in ov.flatten(overlay["overrides"])}
+
+    npu_by_key = {key_of(o): o for o in npu}
+    sim_by_key = {key_of(o): o for o in sim}
+    differing = {k for k in set(npu_by_key) | set(sim_by_key) if npu_by_key.get(k) != sim_by_key.get(k)}
+    assert differing <= overlay_keys
+    # every key of the overlay is in the sim's script; the ones it sets to what the reference has are the same
+    assert overlay_keys <= set(sim_by_key)
+    assert differing == {k for k in overlay_keys if npu_by_key.get(k) != sim_by_key[k]}
+    assert {k for k in differing if k not in npu_by_key} == {
+        "ray_kwargs.ray_init.num_gpus", "ray_kwargs.ray_init.resources.cpu", "ray_kwargs.ray_init.include_dashboard",
+        "actor_rollout_ref.actor.strategy", "actor_rollout_ref.ref.strategy", "data.dataloader_num_workers",
+        "actor_rollout_ref.rollout.free_cache_engine", "actor_rollout_ref.rollout.max_num_seqs",
+        "actor_rollout_ref.rollout.max_num_batched_tokens", "actor_rollout_ref.rollout.calculate_log_probs",
+        "trainer.n_gpus_per_node", "trainer.total_training_steps", "trainer.val_before_train",
+        "ray_kwargs.ray_init.num_cpus"}
+    # the keys Hydra does not know carry their +, the others do not
+    assert {o.split("=", 1)[0] for o in sim if o.startswith("+")} == {
+        "+ray_kwargs.ray_init.num_gpus", "+ray_kwargs.ray_init.resources.cpu", "+ray_kwargs.ray_init.include_dashboard"}
+
+    env_differing = {k for k in set(npu_env) | set(sim_env) if npu_env.get(k) != sim_env.get(k)}
+    assert env_differing == {k for k, v in overlay["env"].items() if npu_env.get(k) != str(v)}
+    assert {k: sim_env[k] for k in overlay["env"]} == {k: str(v) for k, v in overlay["env"].items()}
+    # outside the overrides and the exports, the two scripts are the same text
+    strip = re.compile(r"^(?:export .*|        .*\\|# verl GRPO training, rendered .*)\n", re.M)
+    assert strip.sub("", npu_text) == strip.sub("", sim_text)
+
+
+def test_the_npu_script_keeps_the_guides_settings():
+    """DOMAIN.md's reference single-card overrides (device npu, vLLM rollout, n 8, ...) survive in the NPU script."""
+    npu, env = script_parts(render(["npu-single"])[0])
+    for override in ("trainer.device=npu", "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=8",
+                     "data.train_batch_size=256", "actor_rollout_ref.rollout.enforce_eager=True",
+                     "actor_rollout_ref.rollout.gpu_memory_utilization=0.8", "trainer.save_freq=70"):
+        assert override in npu
+    assert env["VLLM_USE_V1"] == "1" and env["HCCL_CONNECT_TIMEOUT"] == "360"
+
+
+@pytest.fixture(scope="module")
+def verl_634_config(tmp_path_factory):
+    if not os.path.isfile(TARBALL):
+        pytest.skip("verl's tarball at %s is not on this machine (GRPO_VERL_TARBALL)" % TARBALL)
+    root = tmp_path_factory.mktemp("verl634")
+    with tarfile.open(TARBALL) as tar:
+        members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name]
+        tar.extractall(root, members, filter="data")
+    return str(next(root.iterdir()) / "verl" / "trainer" / "config")
+
+
+@pytest.mark.parametrize("profiles", [["npu-single"], ["npu-single", "cpu-overlay"]])
+def test_both_scripts_compose_with_verl_634bd935s_own_configuration(verl_634_config, profiles):
+    _, override_list = render(profiles)
+    assert ov.validate(verl_634_config, override_list) == []
+
+
+def test_a_typo_in_an_overlay_key_is_named_by_634bd935s_configuration(verl_634_config):
+    _, override_list = render(["npu-single", "cpu-overlay"], {"actor_rollout_ref": {"rollout": {"max_num_seq": 4}}})
+    errors = ov.validate(verl_634_config, override_list)
+    assert [e["key"] for e in errors] == ["actor_rollout_ref.rollout.max_num_seq"]
