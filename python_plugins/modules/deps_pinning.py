@@ -194,7 +194,14 @@ def main():
     p["paths"] = paths
     os.makedirs(p["state_dir"], exist_ok=True)
 
+    not_read = []
+
     def read_file(path):
+        # check mode before the first real run: verl's tree is not there yet, its lists are read at install
+        verl = paths.get("verl")
+        if module.check_mode and verl and path.startswith(verl.rstrip("/") + "/") and not os.path.exists(path):
+            not_read.append(path)
+            return ""
         try:
             with open(path, encoding="utf-8") as handle:
                 return handle.read()
@@ -266,7 +273,8 @@ def main():
     except stack.StackError as err:
         module.fail_json(msg="%s Nothing was installed." % err, **result)
     result["plan"] = plan
-    result["plan_lines"] = pins.plan_text(plan)
+    result["plan_lines"] = pins.plan_text(plan) + [
+        "%s: not read (verl's tree is put in place by a real run)" % path for path in sorted(set(not_read))]
     result["overrides"] = plan["overrides"]
     if plan["blocking"]:
         module.fail_json(msg="profile %s cannot keep its pins: %s. Nothing was installed. Fix the profile, or "
