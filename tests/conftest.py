@@ -27,6 +27,21 @@ def playbook(*args, env=None):
                           check=False, timeout=900)
 
 
+def run_module(name, params, check=False, env=None):
+    """One of this package's modules run by ``ansible`` on localhost with the tests' Python: its result."""
+    import json
+
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
+            "-i", "localhost,", "-m", name, "-a", json.dumps(params),
+            "-e", "ansible_python_interpreter=" + sys.executable] + (["--check"] if check else [])
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                                   ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json",
+                                   **(env or {})))
+    out = json.loads(proc.stdout[proc.stdout.index("{"):])
+    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
 def docker_exists(name):
     return subprocess.run(["docker", "container", "inspect", name], capture_output=True, check=False).returncode == 0
 

@@ -3,12 +3,10 @@ merge once, skip when current, keep a folder in the way, leave the target alone 
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_module
 
 # Behaves like `python -m verl.model_merger merge --backend fsdp --local_dir A --target_dir T`: writes what the
 # real merger writes (weights, config, the tokenizer files training saved), or fails when told to.
@@ -48,17 +46,7 @@ def run(tmp_path):
     def call(env=None, check=False, **args):
         params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), python=str(python),
                       state="merged", **args)
-        argv = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
-                "-i", "localhost,", "-m", "grpo_checkpoint", "-a", json.dumps(params),
-                "-e", "ansible_python_interpreter=" + sys.executable]
-        if check:
-            argv.append("--check")
-        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
-                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                       ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json",
-                                       **(env or {})))
-        out = json.loads(proc.stdout[proc.stdout.index("{"):])
-        return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        return run_module("grpo_checkpoint", params, check=check, env=env)
 
     call.tmp = tmp_path
     return call

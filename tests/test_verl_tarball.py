@@ -4,17 +4,16 @@ the real upstream tarball and small git-archive tarballs, then the verl_tarball 
 import gzip
 import hashlib
 import io
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 
 import pytest
 
 from ascend_grpo import source
-from conftest import ROOT
+import conftest
+
 
 UPSTREAM = "/work/shared/upstream/verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz"
 # Transcribed from /work/shared/upstream/README.md, not computed.
@@ -222,16 +221,7 @@ def test_bad_settings_are_named():
 # --- the module, through Ansible ---------------------------------------------------------------------------------
 
 def run_module(check=False, **params):
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
-            "-i", "localhost,", "-m", "verl_tarball", "-a", json.dumps(params),
-            "-e", "ansible_python_interpreter=" + sys.executable]
-    if check:
-        argv.append("--check")
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
-                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                   ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json"))
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return conftest.run_module("verl_tarball", params, check=check)
 
 
 @pytest.mark.parametrize("check", [False, True])
