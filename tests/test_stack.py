@@ -101,8 +101,9 @@ def test_index_that_does_not_answer(venv, tmp_path):
 
 
 def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, tmp_path):
-    """The first plan downloads into the wheel cache; a fresh environment then plans and installs the same profile
-    with the index unreachable (a closed port), from the cache alone."""
+    """The first plan downloads into the wheel cache; a fresh environment then plans (without a download pass: the
+    first plan found everything in the cache) and installs the same profile with the index unreachable (a closed
+    port), from the cache alone."""
     profile = {
         "name": "cached", "constraints": True, "pins": {"python-dateutil": "2.9.0.post0"},
         "phases": [{"name": "dateutil", "requirements": ["python-dateutil==2.9.0.post0"]},
@@ -111,22 +112,34 @@ def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, t
     cache = tmp_path / "wheels"
     cache.mkdir()
     site = {"wheel_cache": str(cache)}
+    calls = []
+
+    def run(argv, env=None):
+        calls.append(argv)
+        # this machine's own pip settings name local indexes; only the test's sources count here
+        return stack.default_run(argv, dict(env or {}, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
+
     for round_, extra in (("first", {}), ("offline", {"index_url": "http://127.0.0.1:9/simple"})):
+        calls.clear()
         root = tmp_path_factory.mktemp("venv-" + round_)
         subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
         python = str(root / "bin" / "python")
         state = tmp_path / round_
         state.mkdir()
         arch = stack.probe(python, "none")["machine"]
-        plan = stack.plan(profile, {}, None, arch, dict(site, **extra), python, str(state))
+        plan = stack.plan(profile, {}, None, arch, dict(site, **extra), python, str(state), run=run)
         assert not plan["blocking"], plan
+        downloads = [c for c in calls if "download" in c]
+        # first: the resolved set, the no-deps package, the build tools; then none (the cache holds it all)
+        assert len(downloads) == (3 if round_ == "first" else 0), downloads
+        assert plan["from_cache"]
         stack.install(pins.install_steps(profile, {}, None, arch, dict(site, **extra), python,
                                          stack.write_constraints(profile, str(state))))
         versions = stack.probe(python, "none")["versions"]
         assert versions["python-dateutil"] == "2.9.0.post0" and versions["six"] and versions["idna"] == "3.7"
     # what the first plan resolved (dateutil and its six) and the no-deps package, as files
-    names = sorted(path.name.split("-")[0].lower() for path in cache.iterdir())
-    assert names == ["idna", "python_dateutil", "six"]
+    names = sorted(path.name.split("-")[0].lower() for path in cache.iterdir() if path.is_file())
+    assert names == ["idna", "python_dateutil", "setuptools", "six", "wheel"]
 
 
 def test_no_download_in_check_mode_and_none_of_a_package_built_from_source(tmp_path):
@@ -150,6 +163,11 @@ def test_no_download_in_check_mode_and_none_of_a_package_built_from_source(tmp_p
     calls.clear()
     stack.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run)
     downloads = [c for c in calls if "download" in c]
-    assert [c[-1] for c in downloads] == ["six", "idna==3.7"]
+    assert [c[-1] for c in downloads] == ["six", "idna==3.7", "wheel"]
     assert "--no-deps" in downloads[1] and not any("vllm==0.13.0" in c for c in downloads)
+    # the downloads worked: the dry run and the install phases take the cache alone, but for the phase built from
+    # source (its sdist is fetched at install)
+    assert calls[-1][calls[-1].index("--no-index") + 1:][:2] == ["--find-links", str(tmp_path)]
+    steps = pins.install_steps(profile, {}, None, "x86_64", dict(site, cache_only=True), "py")
+    assert ["--no-index" in s["argv"] for s in steps] == [True, False, True]
     assert all(c[c.index("-d") + 1] == str(tmp_path) for c in downloads)

@@ -290,6 +290,8 @@ def main():
     if p["state"] == "planned":
         module.exit_json(**result)
 
+    if plan.get("from_cache"):
+        p["site"] = dict(p["site"], cache_only=True)
     steps = pins.install_steps(profile, paths, read_file, arch, p["site"], python,
                                stack.write_constraints(profile, p["state_dir"]))
     result["steps"] = [{"phase": s["phase"], "command": " ".join(s["argv"]), "env": s["env"]} for s in steps]

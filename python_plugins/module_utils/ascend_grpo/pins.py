@@ -176,7 +176,13 @@ def index_args(phase, arch, site):
     if site.get("wheelhouse"):
         return ["--no-index", "--find-links", site["wheelhouse"]]
     if site.get("wheel_cache"):
-        # pip prefers a local file to the index's copy of the same release, so what was downloaded once is reused
+        if site.get("cache_only") and not phase.get("no_binary") and not phase.get("editable"):
+            # the plan downloaded all this phase needs into the cache: pip takes it from there alone (with the
+            # index it would take the index's copy of the same release and download it again)
+            args = ["--no-index", "--find-links", site["wheel_cache"]]
+            for link in list(site.get("find_links") or []) + list(for_arch(phase.get("find_links"), arch) or []):
+                args += ["--find-links", link]
+            return args
         args += ["--find-links", site["wheel_cache"]]
     own = not site.get("ignore_profile_indexes")  # a site mirror that serves everything replaces them
     index = site.get("index_url") or (for_arch(phase.get("index_url"), arch) if own else None)

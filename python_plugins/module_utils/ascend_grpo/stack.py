@@ -102,10 +102,11 @@ def write_constraints(profile, state_dir):
 
 
 def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default_run):
-    """Download what the plan resolves (and the no-deps packages) into site["wheel_cache"], keeping what is there.
+    """Download what the plan resolves (and the no-deps packages, and setuptools and wheel, which building a source
+    package needs) into site["wheel_cache"], keeping what is there. True when every download worked.
 
-    pip download resolves as an install that ignores what is installed, so the dry run after it finds every file
-    there. A failure is left to the dry run, which explains conflicts and connection trouble."""
+    pip download resolves as an install that ignores what is installed, so a dry run from the cache alone finds every
+    file there. A failure is left to a dry run against the index, which explains conflicts and connection trouble."""
     cache = site["wheel_cache"]
     base = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "20",
             "-d", cache] + request["index_args"]
@@ -117,10 +118,49 @@ def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default
     # a package built from source at install (no_binary) is fetched there: downloading would build its metadata
     built = {pins.canonical(name) for phase in profile["phases"] for name in phase.get("no_binary") or []}
     fixed = [r for r in request["fixed"] if pins.canonical(pins.split_requirement(r)[0]) not in built]
+    ok = True
     if request["requirements"]:
-        run(base + list(request["requirements"]), full_env)
-    if fixed:
-        run(base + ["--no-deps"] + fixed, full_env)
+        ok = run(base + list(request["requirements"]), full_env)[0] == 0
+    if ok and fixed:
+        ok = run(base + ["--no-deps"] + fixed, full_env)[0] == 0
+    if ok:
+        # what pip's isolated build of a source package installs, from the cache when the index is not asked
+        build_base = base[:-2] if profile.get("constraints") else base
+        ok = run(build_base + ["--no-deps", "setuptools", "wheel"], full_env)[0] == 0
+    return ok
+
+
+def _cache_marker(request, profile, site, arch):
+    """The file that says a plan of exactly this request was resolved from the wheel cache alone, and from which
+    files. A later plan of the same request skips the download pass when every file is there: it resolves the same
+    releases again, from the cache (delete the cache folder to take newer releases)."""
+    import hashlib
+
+    # not the index settings: the same releases from another mirror are the same files
+    key = hashlib.sha256(json.dumps({"requirements": request["requirements"], "fixed": request["fixed"], "arch": arch,
+                                     "pins": profile["pins"] if profile.get("constraints") else {}},
+                                    sort_keys=True).encode()).hexdigest()[:24]
+    return os.path.join(site["wheel_cache"], ".complete", key + ".json")
+
+
+def _cache_complete(marker):
+    try:
+        with open(marker, encoding="utf-8") as handle:
+            files = json.load(handle)["files"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return all(os.path.isfile(path) for path in files)
+
+
+def _record_cache(marker, report):
+    """After a dry run: when every package it resolved was a local file (the cache, or a site's own folder),
+    record those files."""
+    urls = [item.get("download_info", {}).get("url", "") for item in report.get("install", [])]
+    if not urls or not all(url.startswith("file://") for url in urls):
+        return
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    with open(marker, "w", encoding="utf-8") as handle:
+        json.dump({"files": sorted(url[len("file://"):] for url in urls)}, handle)
 
 
 def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cross=None, env=None,
@@ -128,10 +168,17 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
     """Resolve the whole profile without installing; returns pins.analyze_plan(...) plus overrides/unplanned.
 
     cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only.
-    site["wheel_cache"]: download into it first (fill_cache), so the dry run and the install find the files."""
+    site["wheel_cache"]: download into it first (fill_cache), so the dry run and the install find the files; skipped
+    when a plan of the same request was resolved from the cache alone and its files are all there."""
     request = pins.plan_request(profile, paths, read_file, arch, site)
-    if site.get("wheel_cache") and fill_cache and not cross:
-        fill_wheel_cache(request, profile, site, python, state_dir, env, run)
+    marker = _cache_marker(request, profile, site, arch) if site.get("wheel_cache") and not cross else None
+    from_cache = False
+    if marker:
+        from_cache = _cache_complete(marker) or (
+            fill_cache and fill_wheel_cache(request, profile, site, python, state_dir, env, run))
+    if from_cache:
+        # pip takes the index's copy of a release over the cache's, so the cache is used alone (--no-index)
+        request = pins.plan_request(profile, paths, read_file, arch, dict(site, cache_only=True))
     report_path = os.path.join(state_dir, "deps-plan-report.json")
     # Not --quiet: pip explains a conflict ("The conflict is caused by") only at its normal level.
     argv = [python, "-m", "pip", "install", "--dry-run", "--ignore-installed",
@@ -166,7 +213,10 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
     resolved = conflicts = None
     if rc == 0:
         with open(report_path, encoding="utf-8") as handle:
-            resolved = pins.parse_report(json.load(handle))
+            report = json.load(handle)
+        resolved = pins.parse_report(report)
+        if marker:
+            _record_cache(marker, report)
     else:
         if connection_trouble(out + "\n" + err):
             raise StackError("pip could not plan profile %s: %s" % (
@@ -185,7 +235,7 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
             raise StackError("pip could not plan profile %s: %s" % (
                 profile["name"], explain_pip_error(out + "\n" + err, request["index_args"])))
     analysis = pins.analyze_plan(profile["pins"], resolved, conflicts, request["fixed"], accept)
-    analysis.update(overrides=request["overrides"], unplanned=unplanned)
+    analysis.update(overrides=request["overrides"], unplanned=unplanned, from_cache=from_cache)
     with open(os.path.join(state_dir, "deps-plan.json"), "w", encoding="utf-8") as handle:
         json.dump(analysis, handle, indent=2, sort_keys=True)
     return analysis
