@@ -171,3 +171,19 @@ def test_no_download_in_check_mode_and_none_of_a_package_built_from_source(tmp_p
     steps = pins.install_steps(profile, {}, None, "x86_64", dict(site, cache_only=True), "py")
     assert ["--no-index" in s["argv"] for s in steps] == [True, False, True]
     assert all(c[c.index("-d") + 1] == str(tmp_path) for c in downloads)
+
+
+def test_a_phase_that_fails_from_the_cache_alone_is_run_again_with_the_index(tmp_path):
+    profile = {"name": "p", "constraints": False, "pins": {},
+               "phases": [{"name": "a", "requirements": ["needs-a-build-tool"]}]}
+    site = {"wheel_cache": str(tmp_path), "cache_only": True, "index_url": "https://mirror.example/simple"}
+    steps = pins.install_steps(profile, {}, None, "x86_64", site, "py")
+    calls = []
+
+    def run(argv, env=None):
+        calls.append(argv)
+        return (1, "", "no matching distribution for hatchling") if "--no-index" in argv else (0, "", "")
+
+    stack.install(steps, run=run)
+    assert ["--no-index" in c for c in calls] == [True, False]
+    assert calls[1][calls[1].index("--index-url") + 1] == "https://mirror.example/simple"

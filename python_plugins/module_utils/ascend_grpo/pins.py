@@ -356,7 +356,19 @@ def table(rows, columns):
 
 
 def install_steps(profile, paths, read_file, arch, site, python, constraints_path=None):
-    """The pip commands the install runs, in order: [{"phase", "argv", "env"}]."""
+    """The pip commands the install runs, in order: [{"phase", "argv", "env"}], and "retry_argv" (the same with the
+    index) for a phase taken from the download cache alone (a source package may need a build tool it lacks)."""
+    steps = _install_steps(profile, paths, read_file, arch, site, python, constraints_path)
+    if site.get("cache_only"):
+        with_index = _install_steps(profile, paths, read_file, arch, dict(site, cache_only=False), python,
+                                    constraints_path)
+        for step, fallback in zip(steps, with_index):
+            if step["argv"] != fallback["argv"]:
+                step["retry_argv"] = fallback["argv"]
+    return steps
+
+
+def _install_steps(profile, paths, read_file, arch, site, python, constraints_path):
     steps = []
     for phase in ordered_phases(profile["phases"]):
         env = {k: str(v) for k, v in (phase.get("env") or {}).items()}

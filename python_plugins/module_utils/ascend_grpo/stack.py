@@ -245,6 +245,9 @@ def install(steps, env=None, run=default_run):
     """Run the install steps in order; a failing phase stops with its last lines."""
     for step in steps:
         rc, out, err = run(step["argv"], dict(env or {}, PIP_NO_INPUT="1", **step["env"]))
+        if rc != 0 and step.get("retry_argv"):
+            # from the download cache alone it failed (a build tool not there?): the same phase with the index
+            rc, out, err = run(step["retry_argv"], dict(env or {}, PIP_NO_INPUT="1", **step["env"]))
         if rc != 0:
             tail = "\n".join((out + "\n" + err).strip().splitlines()[-20:])
             raise StackError("phase %s failed (exit %d): %s" % (step["phase"], rc, tail))
