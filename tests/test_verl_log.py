@@ -96,7 +96,7 @@ def test_failed_run():
     assert parsed["error"] == FAILED_ERROR
     tail = parsed["traceback_tail"]
     assert len(tail) == verl_log.TAIL_LINES and tail[-1] == FAILED_ERROR
-    assert tail[4].startswith("ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model()")
+    assert tail[5].startswith("ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model()")
     assert not any("\x1b" in line or "WorkerDict pid=" in line for line in tail)  # no ANSI, no interleaved line
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["eta_s"], status["error"]) == ("failed", 0, None, FAILED_ERROR)
