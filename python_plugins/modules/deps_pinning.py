@@ -10,7 +10,7 @@ description:
   - C(state=present) first reads the installed versions of the profile's core packages with importlib.metadata.
     When every pin is satisfied and the editable source is installed from the expected folder, pip is not run at
     all and nothing changes.
-  - Otherwise it plans before it installs: the whole profile is resolved with C(pip install --dry-run --report)
+  - Otherwise it plans before it installs; the whole profile is resolved with C(pip install --dry-run --report)
     (nothing is downloaded beyond metadata where the index allows) and every core package is compared with its
     pin. A conflict or a drift fails before anything is installed, unless accepted by name in C(accept_drift).
     Then the phases run in order (removals after every phase that could bring a package back, the editable

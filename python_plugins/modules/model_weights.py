@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 module: model_weights
 short_description: Plan fetching a model's weights (hub, ModelScope or local folder) and check bad input first
 description:
-  - Looks at the destination's manifest and files and at the source, and returns what to do, C(none) (complete:
+  - Looks at the destination's manifest and files and at the source, and returns what to do, C(none) (complete,
     every file the manifest lists is there with its size; no network is used), C(download), C(copy) or C(record)
     (a local folder used in place). It changes nothing; the fetch runs as a detached job (C(grpo_job)) from the plan.
   - Fails, naming the setting at fault in C(field), on a repository or revision the hub does not have, a gated
