@@ -4,6 +4,7 @@ Standard library only (it runs in the training environment). ``run`` is injectab
 subprocess.run returning (rc, stdout, stderr).
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -101,20 +102,24 @@ def write_constraints(profile, state_dir):
     return path
 
 
+def pip_env(profile, env=None):
+    """The environment pip runs with for a profile: the caller's, no prompts, and every phase's own variables."""
+    full_env = dict(env or {}, PIP_NO_INPUT="1")
+    for phase in profile["phases"]:
+        full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
+    return full_env
+
+
 def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default_run):
     """Download what the plan resolves (and the no-deps packages, and setuptools and wheel, which building a source
     package needs) into site["wheel_cache"], keeping what is there. True when every download worked.
 
     pip download resolves as an install that ignores what is installed, so a dry run from the cache alone finds every
     file there. A failure is left to a dry run against the index, which explains conflicts and connection trouble."""
-    cache = site["wheel_cache"]
-    base = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "20",
-            "-d", cache] + request["index_args"]
-    if profile.get("constraints"):
-        base += ["-c", write_constraints(profile, state_dir)]
-    full_env = dict(env or {}, PIP_NO_INPUT="1")
-    for phase in profile["phases"]:
-        full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
+    download = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "20",
+                "-d", site["wheel_cache"]] + request["index_args"]
+    base = download + (["-c", write_constraints(profile, state_dir)] if profile.get("constraints") else [])
+    full_env = pip_env(profile, env)
     # a package built from source at install (no_binary) is fetched there: downloading would build its metadata
     built = {pins.canonical(name) for phase in profile["phases"] for name in phase.get("no_binary") or []}
     fixed = [r for r in request["fixed"] if pins.canonical(pins.split_requirement(r)[0]) not in built]
@@ -125,8 +130,7 @@ def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default
         ok = run(base + ["--no-deps"] + fixed, full_env)[0] == 0
     if ok:
         # what pip's isolated build of a source package installs, from the cache when the index is not asked
-        build_base = base[:-2] if profile.get("constraints") else base
-        ok = run(build_base + ["--no-deps", "setuptools", "wheel"], full_env)[0] == 0
+        ok = run(download + ["--no-deps", "setuptools", "wheel"], full_env)[0] == 0
     return ok
 
 
@@ -134,8 +138,6 @@ def _cache_marker(request, profile, site, arch):
     """The file that says a plan of exactly this request was resolved from the wheel cache alone, and from which
     files. A later plan of the same request skips the download pass when every file is there: it resolves the same
     releases again, from the cache (delete the cache folder to take newer releases)."""
-    import hashlib
-
     # not the index settings: the same releases from another mirror are the same files
     key = hashlib.sha256(json.dumps({"requirements": request["requirements"], "fixed": request["fixed"], "arch": arch,
                                      "pins": profile["pins"] if profile.get("constraints") else {}},
@@ -191,9 +193,7 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
             argv += ["--platform", tag]
     if profile.get("constraints"):
         argv += ["-c", write_constraints(profile, state_dir)]
-    full_env = dict(env or {}, PIP_NO_INPUT="1")
-    for phase in profile["phases"]:
-        full_env.update({k: str(v) for k, v in (phase.get("env") or {}).items()})
+    full_env = pip_env(profile, env)
     requirements = list(request["requirements"])
     core = {pins.canonical(k) for k in profile["pins"]}
     unplanned = []
