@@ -13,6 +13,29 @@ _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
                         "verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz")
 if os.path.isfile(_TARBALL):
     os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
+VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL", _TARBALL)
+
+
+@pytest.fixture(scope="session")
+def upstream_634(tmp_path_factory):
+    """verl@634bd935 (the tarball named by GRPO_VERL_TARBALL) unpacked once, for reading only: the folder holding
+    verl/. Copy it (the ``verl634`` fixture) to change anything."""
+    import tarfile
+
+    if not os.path.isfile(VERL_TARBALL):
+        pytest.skip("no verl tarball at %s" % VERL_TARBALL)
+    where = tmp_path_factory.mktemp("upstream")
+    with tarfile.open(VERL_TARBALL) as archive:
+        archive.extractall(where, filter="tar")  # permission bits as stored ("data" would clear group write)
+    return os.path.join(str(where), "verl-634bd935")
+
+
+@pytest.fixture
+def verl634(upstream_634, tmp_path):
+    """A private copy of verl@634bd935's real tree, to patch and to drift."""
+    import shutil
+
+    return shutil.copytree(upstream_634, str(tmp_path / "verl-634bd935"))
 
 
 # The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.

@@ -122,13 +122,15 @@ def test_rename_with_member_mapping(tmp_path):
         "CompilationLevel", "CompilationMode")
 
 
-def test_annotation_only_import_made_harmless(tmp_path):
-    """On 634bd935's import line (the fixture), in the shape vllm_rollout_spmd.py uses the name, with a trailing
-    comment that must survive."""
-    spmd = read(os.path.join(FIXTURES, "verl_634bd935"), "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py")
-    lines = [line for line in spmd.splitlines(keepends=True) if "import" not in line or "sampling_metadata" in line]
-    text = "import torch\n" + "".join(lines).replace("import SamplingMetadata\n",
-                                                      "import SamplingMetadata  # noqa: keep this comment\n")
+def test_annotation_only_import_made_harmless(tmp_path, upstream_634):
+    """On 634bd935's own import line, in the shape vllm_rollout_spmd.py uses the name, with a trailing comment that
+    must survive."""
+    spmd = read(upstream_634, "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py").splitlines(keepends=True)
+    assert spmd[54] == "from vllm.model_executor.sampling_metadata import SamplingMetadata\n"  # line 55
+    assert spmd[461] == "        sampling_metadata: SamplingMetadata,\n"  # line 462, a parameter's annotation
+    text = ("import torch\n" + spmd[54].replace("SamplingMetadata\n", "SamplingMetadata  # noqa: keep this comment\n")
+            + "\n\nclass Sampler:\n    def compute_logits(\n        self,\n        hidden_states: torch.Tensor,\n"
+            + spmd[461] + "    ) -> torch.Tensor:\n        return hidden_states\n")
     (tmp_path / "m.py").write_text(text)
     op = {"op": "annotation_import", "file": "m.py", "module": "vllm.model_executor.sampling_metadata",
           "name": "SamplingMetadata"}
@@ -199,23 +201,17 @@ def profile_ops(name):
         return ast_patch.resolve_content(yaml.safe_load(handle)["operations"], ROLE_FILES)
 
 
-def tree_634bd935(tmp_path):
-    """verl@634bd935's shape: the 0.5.0 release (four of the five helper imports) with the fixtures' exact lines
-    for the files no wheel carries."""
-    import shutil
-
-    root = verl_tree("0.5.0", tmp_path)
-    shutil.copytree(os.path.join(FIXTURES, "verl_634bd935", "verl"), os.path.join(root, "verl"), dirs_exist_ok=True)
-    os.remove(os.path.join(root, "verl", "utils", "vllm_utils.py"))  # 634bd935 moved it to verl/utils/vllm/utils.py
-    return root
-
-
-def test_vllm0130_profile_fixes_everything_the_guide_does_and_what_it_misses(tmp_path):
-    root = tree_634bd935(tmp_path)
+def test_vllm0130_profile_fixes_everything_the_guide_does_and_what_it_misses(verl634):
+    root = verl634
     spmd = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
+    server = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
     before = read(root, spmd)
+    server_before = read(root, server)
     results = ast_patch.apply_profile(root, profile_ops("vllm0.13.0"))
-    assert all(r["changed"] for r in results) and len(results) == 8
+    assert len([r for r in results if r["changed"]]) == 8 and len(results) == 9
+    # the async server's operation is optional: left as it is unless the optional paths are enabled
+    assert [r["states"] for r in results if r["file"] == server] == [[ast_patch.SKIPPED]]
+    assert read(root, server) == server_before
     after = read(root, spmd)
     assert after == before.replace(
         "from vllm.config import CompilationConfig, CompilationLevel",

@@ -49,9 +49,9 @@ def test_removed_npu_helpers_are_found_then_fixed(transformers_4576, tmp_path):
 
 def test_names_transformers_binds_lazily_resolve(transformers_4576):
     assert compat.resolve("transformers", ["AutoConfig", "AutoModelForCausalLM", "PreTrainedModel"],
-                          [transformers_4576]) == []
-    assert compat.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == ["NoSuchThing"]
-    assert compat.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == ["*module*"]
+                          [transformers_4576]) == ([], [])
+    assert compat.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == (["NoSuchThing"], [])
+    assert compat.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == (["*module*"], [])
 
 
 def registry_sdist(name, version):
@@ -79,54 +79,15 @@ def registry_sdist(name, version):
     return top
 
 
-def test_vllm0130_tree_before_and_after_the_profile(transformers_4576, tmp_path):
-    """Against the real vLLM 0.13.0 and transformers 4.57.6 trees: verl@634bd935's default path breaks on the
-    imports the guide patches and the one it misses; after the vllm0.13.0 profile nothing on it is unresolved."""
-    import yaml
-    from test_ast_patch import profile_ops, tree_634bd935
-
-    vllm_tree = registry_sdist("vllm", "0.13.0")
-    root = tree_634bd935(tmp_path)
-    with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.13.0.yml"),
-              encoding="utf-8") as handle:
-        settings = yaml.safe_load(handle)["compat"]
-    paths = [vllm_tree, transformers_4576]
-
-    def default_path():
-        found = compat.check(root, paths, settings["entries"], ("vllm", "transformers"), settings["optional"])
-        return sorted((p["file"], p["module"], tuple(p["missing"])) for p in found
-                      if p["default_path"] and not p["optional"])
-
-    spmd = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
-    before = default_path()
-    assert (spmd, "vllm.config", ("CompilationLevel",)) in before
-    assert (spmd, "vllm.model_executor.sampling_metadata", ("*module*",)) in before
-    assert (spmd, "vllm.worker.worker_base", ("*module*",)) in before
-    assert ("verl/workers/actor/dp_actor.py", "transformers.integrations.npu_flash_attention",
-            ("index_first_axis", "pad_input", "rearrange", "unpad_input")) in before
-    ast_patch.apply_profile(root, profile_ops("vllm0.13.0"))
-    assert default_path() == []
-    # the async server is an optional path: reported, fatal only when enabled
-    found = compat.check(root, paths, settings["entries"], ("vllm", "transformers"), settings["optional"])
-    server = [p for p in found if p["optional"]]
-    assert ("verl/workers/rollout/vllm_rollout/vllm_async_server.py", "vllm.worker.worker_base", ["*module*"]) in [
-        (p["file"], p["module"], p["missing"]) for p in server]
-    assert compat.blocking(found) == []
-    assert compat.blocking(found, enable_optional=True) == [p for p in server if p["when"] != "guarded"] != []
-
-
-def test_vllm091_stack_needs_no_patch(tmp_path):
+def test_vllm091_stack_needs_no_patch(upstream_634):
     """On the vllm-ascend 0.9.1 image's stack (vLLM 0.9.1, transformers 4.52.4) verl@634bd935's default path
     resolves as it is: the vllm0.9.1 patch profile rightly changes nothing."""
     import yaml
-    from test_ast_patch import tree_634bd935
-
     paths = [registry_sdist("vllm", "0.9.1"), wheel_tree("transformers", "4.52.4")]
     with open(os.path.join(ROOT, "roles", "verl_compat_patch", "files", "profiles", "vllm0.9.1.yml"),
               encoding="utf-8") as handle:
         profile = yaml.safe_load(handle)
     assert profile["operations"] == []
-    root = tree_634bd935(tmp_path)
-    found = compat.check(root, paths, profile["compat"]["entries"], ("vllm", "transformers"),
+    found = compat.check(upstream_634, paths, profile["compat"]["entries"], ("vllm", "transformers"),
                          profile["compat"]["optional"])
     assert compat.blocking(found) == []

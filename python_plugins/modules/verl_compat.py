@@ -9,9 +9,15 @@ short_description: Check statically that verl's imports of vllm, vllm_ascend, tr
 description:
   - Resolves each import of the watched packages in the verl tree against the installed packages (this
     Python's site-packages, or given folders) by reading files, never importing them.
+  - Imports of verl itself are resolved in the tree (a name moved to a helper that does not define it is caught),
+    and relative imports as Python resolves them; the default path is the modules Python loads when the entries are
+    imported (module-level imports, closed over).
   - Lists every unresolved import with file:line, when it runs (on import, on call, guarded) and whether verl's
     default path reaches it. Fails when the default path has any; imports under optional paths are reported and
     fail only when C(enable_optional) is true.
+  - A name the imported module creates only at run time (torch_npu makes its C(npu_*) ops with
+    C(globals()[name] = ...)) cannot be proven either way: it is listed as C(unverifiable), never passed or failed.
+  - A file of the tree that Python could not load (a syntax error, a byte that is not UTF-8) is a finding too.
   - Read-only.
 options:
   root:
@@ -55,10 +61,25 @@ EXAMPLES = r"""
 
 RETURN = r"""
 unresolved:
-  description: Every unresolved import (file, line, module, missing names, when, default_path, optional).
+  description:
+    - Every finding, one per import (file, line, module, missing, unverifiable, when, default_path, optional).
+    - C(missing) holds C(*module*) when the module itself is not there, C(*does not parse*) for a file Python could
+      not load (with C(error)); C(unverifiable) the names created at run time.
   returned: always
   type: list
   elements: dict
+lines:
+  description: One line per finding, C(file:line module: what (when[, default path][, optional])).
+  returned: always
+  type: list
+  elements: str
+  sample: ["verl/models/transformers/npu_patch.py:21 torch_npu: unverifiable: created at run time: npu_rotary_mul
+    (on import, default path)"]
+paths:
+  description: The package folders the imports were resolved against.
+  returned: always
+  type: list
+  elements: str
 blocking:
   description: The unresolved imports that fail the check.
   returned: always
@@ -91,13 +112,11 @@ def main():
                                                                                        "dist-packages"))]
     unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
     blocking = compat.blocking(unresolved, p["enable_optional"])
-    lines = ["%s:%d %s: %s (%s%s)" % (u["file"], u["line"], u["module"], ", ".join(u["missing"]), u["when"],
-                                      ", default path" if u["default_path"] else "") for u in unresolved]
+    lines = [compat.describe(u) for u in unresolved]
     result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths)
     if blocking:
         module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
-                             + "\n".join("%s:%d %s: %s" % (b["file"], b["line"], b["module"], ", ".join(b["missing"]))
-                                         for b in blocking), **result)
+                             + "\n".join(compat.describe(b) for b in blocking), **result)
     module.exit_json(**result)
 
 

@@ -10,7 +10,7 @@ description:
   - Each operation finds what it changes with Python's ast and edits exactly those spans; every other byte of the
     file stays as it was.
   - Each operation knows three states, original (applied now), already applied (nothing to do) and neither
-    (the module fails naming file, line and what was expected, and writes no file at all).
+    (the module fails naming profile, file, line and what was expected, and writes no file at all).
   - A patched file must parse and byte-compile, or nothing is written. Supports check mode and diff.
 options:
   root:
@@ -26,6 +26,16 @@ options:
     type: list
     elements: dict
     required: true
+  enable_optional:
+    description:
+      - Apply the operations marked C(optional) too (those for optional paths such as the async server). Without
+        it they are left as they are and reported as C(optional, not enabled).
+    type: bool
+    default: false
+notes:
+  - Every operation is tried; when any fails, the module fails listing all of them (one line each, in C(problems)),
+    and no file is written. A file that is not UTF-8 or does not parse is such a problem, never a crash.
+  - A patched file keeps its permission bits and owner.
 author:
   - GRPO on Ascend maintainers
 """
@@ -50,6 +60,12 @@ profiles:
   type: list
   elements: dict
   sample: [{profile: cpu-overlay, changed: true, files: [{file: verl/utils/device.py, states: [original, original]}]}]
+problems:
+  description: On failure, every problem found (profile, file, line and what was expected), one per entry.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["vllm0.13.0: verl/utils/vllm/utils.py: expected an import from vllm.lora.models (or, patched, from vllm.lora.lora_model)"]
 lines:
   description: 'One line per profile and file, C(<profile> | <file>: <states>) (without C(<profile> | ) for
     unlabelled operations).'
@@ -67,14 +83,18 @@ from ansible.module_utils.ascend_grpo import ast_patch
 def main():
     module = AnsibleModule(
         argument_spec=dict(root=dict(type="path", required=True),
-                           operations=dict(type="list", elements="dict", required=True)),
+                           operations=dict(type="list", elements="dict", required=True),
+                           enable_optional=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     try:
         results = ast_patch.apply_profile(module.params["root"], module.params["operations"],
-                                          check=module.check_mode)
-    except (ast_patch.PatchError, OSError) as err:
-        module.fail_json(msg="%s. No file was changed." % err)
+                                          check=module.check_mode, enable_optional=module.params["enable_optional"])
+    except ast_patch.PatchError as err:
+        module.fail_json(msg="%d problem(s), no file was changed:\n%s" % (len(err.problems), "\n".join(err.problems)),
+                         problems=err.problems)
+    except OSError as err:
+        module.fail_json(msg="%s. No file was changed." % err, problems=[str(err)])
     changed = any(r["changed"] for r in results)
     diff = [{"prepared": r["diff"]} for r in results if r["diff"]]
     profiles = ast_patch.states_by_profile(module.params["operations"], results)

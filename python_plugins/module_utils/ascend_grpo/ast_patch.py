@@ -31,6 +31,7 @@ import ast
 import difflib
 import io
 import os
+import stat
 import textwrap
 import tokenize
 
@@ -38,7 +39,17 @@ ORIGINAL, APPLIED = "original", "applied"
 
 
 class PatchError(ValueError):
-    """The file is in neither the original nor the applied shape; the message says where and what."""
+    """A file is in neither the original nor the applied shape (or cannot be read as Python); the message says
+    where and what, one line per problem (``problems``: every failing operation of the run, not only the first)."""
+
+    def __init__(self, message, problems=None, labelled=False):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+        self.labelled = labelled  # each problem already starts with its operation's profile label
+
+    @classmethod
+    def of(cls, problems, labelled=False):
+        return cls("\n".join(problems), problems, labelled)
 
 
 class Source:
@@ -48,7 +59,11 @@ class Source:
         self.path = path
         self.text = text
         self.data = text.encode("utf-8")
-        self.tree = ast.parse(text, filename=path)
+        try:
+            self.tree = ast.parse(text, filename=path)
+        except SyntaxError as err:
+            raise PatchError("%s:%s: does not parse as Python (%s); not patched" % (
+                path, err.lineno, err.msg)) from err
         self.line_starts = [0]
         for line in self.data.splitlines(keepends=True):
             self.line_starts.append(self.line_starts[-1] + len(line))
@@ -133,6 +148,46 @@ def _walk_statements(node):
             yield child
 
 
+def top_level_names(tree):
+    """Names a module binds at its top level (under if/try/with too): def, class, assignment, import."""
+    names, todo = set(), list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo.extend(node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", []))
+            for handler in getattr(node, "handlers", []):
+                todo.extend(handler.body)
+    return names
+
+
+def _check_target_binds(src, op, nodes):
+    """When ``to`` is a module of the tree being patched (a helper this profile writes, say), every name the moved
+    imports ask for must be one it binds: otherwise the import would fail at run time."""
+    lookup = getattr(src, "lookup", None)
+    text = lookup(op["to"]) if lookup else None
+    if text is None:
+        return
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return  # reported for that file itself
+    bound = top_level_names(tree)
+    modules = {(a.asname or a.name).split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    defined = sorted(n for n in bound - modules if not n.startswith("_"))
+    for node in nodes:
+        lacking = [a.name for a in node.names if a.name != "*" and a.name not in bound]
+        if lacking:
+            src.fail(node, "%s to define %s (asked for by this import; it defines %s)" % (
+                op["to"], ", ".join(lacking), ", ".join(defined) or "no public name"))
+
+
 def op_import_module(src, op):
     old = [n for n in ast.walk(src.tree) if isinstance(n, ast.ImportFrom) and n.module == op["from"] and not n.level]
     new = [n for n in ast.walk(src.tree) if isinstance(n, ast.ImportFrom) and n.module == op["to"] and not n.level]
@@ -140,37 +195,60 @@ def op_import_module(src, op):
     if old:
         if count is not None and len(old) + len(new) != count:
             src.fail(old[0], "%d import(s) from %s, found %d" % (count, op["from"], len(old) + len(new)))
+        _check_target_binds(src, op, old)
         return ORIGINAL, [(*_module_span(src, n), op["to"]) for n in old]
     if new and (count is None or len(new) == count):
+        _check_target_binds(src, op, new)
         return APPLIED, []
     src.fail(None, "an import from %s (or, patched, from %s)" % (op["from"], op["to"]))
 
 
+def _parents(tree):
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
 def op_rename(src, op):
+    """Every reference to ``symbol`` -> ``to``: names, imports (an alias keeps its local name: ``import symbol as S``
+    -> ``import to as S``) and attributes (``vllm.config.symbol``). A member read through any of them,
+    ``<ref>.X``, becomes ``<ref>.members[X]``; a member already named as in ``to`` stays. A reference to ``to``
+    that still reads an old member (the guide's blind sed renamed the enum, not its members) is repaired the same
+    way. A member with no mapping is an error: it may not exist in ``to``."""
     symbol, to, members = op["symbol"], op["to"], op.get("members") or {}
-    edits, seen_new = [], False
-    attr_values = set()
+    new_members = set(members.values())
+    aliases = set()
+    edits, refs = [], 0
     for node in ast.walk(src.tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == symbol:
-            if node.attr not in members:
-                src.fail(node, "a mapping for %s.%s (members: %s)" % (symbol, node.attr, sorted(members) or "none"))
-            start, end = src.span(node)
-            edits.append((start, end, "%s.%s" % (to, members[node.attr])))
-            attr_values.add(id(node.value))
-    for node in ast.walk(src.tree):
-        if isinstance(node, ast.Name) and node.id == symbol and id(node) not in attr_values:
-            edits.append((*src.span(node), to))
-        elif isinstance(node, ast.Name) and node.id == to:
-            seen_new = True
-        elif isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom):
             for alias in node.names:
+                if alias.name in (symbol, to) and alias.asname:
+                    aliases.add(alias.asname)
                 if alias.name == symbol:
                     edits.append(_alias_span(src, node, symbol) + (to,))
                 elif alias.name == to:
-                    seen_new = True
+                    refs += 1
+    parents = _parents(src.tree)
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Name) and node.id in {symbol, to} | aliases:
+            if node.id == symbol:
+                edits.append((*src.span(node), to))
+        elif isinstance(node, ast.Attribute) and node.attr in (symbol, to):
+            if node.attr == symbol:
+                end = src.span(node)[1]
+                edits.append((end - len(symbol.encode()), end, to))
+        else:
+            continue
+        refs += 1
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            member = parent.attr
+            if member in members and member not in new_members:
+                end = src.span(parent)[1]
+                edits.append((end - len(member.encode()), end, members[member]))
+            elif member not in new_members:
+                src.fail(parent, "a mapping for %s.%s (members: %s)" % (symbol, member, sorted(members) or "none"))
     if edits:
         return ORIGINAL, edits
-    if seen_new:
+    if refs:
         return APPLIED, []
     src.fail(None, "a use of %s (or, patched, of %s)" % (symbol, to))
 
@@ -211,7 +289,9 @@ def op_annotation_import(src, op):
     indent = src.line_indent(node)
     if indent is None:
         src.fail(node, "the import on a line of its own")
-    text = src.segment(node)
+    # every line of the import goes one level in (the continuation lines of a parenthesised import too)
+    text = "\n".join(line if n == 0 or not line.strip() else "    " + line
+                     for n, line in enumerate(src.segment(node).split("\n")))
     wrapped = ("try:\n{i}    {imp}\n{i}except ImportError:  # gone from newer releases; only annotations use it\n"
                "{i}    {name} = {quoted}").format(i=indent, imp=text, name=name, quoted=repr(name))
     return ORIGINAL, [(*src.span(node), wrapped)]
@@ -345,29 +425,54 @@ def apply_edits(data, edits):
     return b"".join(out)
 
 
-def patch_text(path, text, ops):
-    """Apply ``ops`` (all for this file) to ``text``. Returns (new_text, [(op index, state)])."""
-    states, current = [], text
+SKIPPED = "optional, not enabled"
+
+
+def patch_text(path, text, ops, lookup=None, enable_optional=False):
+    """Apply ``ops`` (all for this file) to ``text``. Returns (new_text, [(op index, state)]).
+
+    Every operation is tried, each on the text the ones before it leave; all that fail are reported together in
+    one PatchError (``problems``). ``lookup(dotted) -> text or None`` gives the text of a module of the tree
+    being patched (import_module checks that its target binds the names it moves). An operation marked
+    ``optional`` is only applied with ``enable_optional`` (state SKIPPED otherwise)."""
+    states, current, problems = [], text, []
     for index, op in enumerate(ops):
-        src = Source(path, current)
-        if op["op"] not in OPERATIONS:
-            raise PatchError("%s: unknown operation %r (known: %s)" % (path, op["op"], ", ".join(sorted(OPERATIONS))))
-        for field in ("old", "new"):
-            if field in op:
-                try:
-                    ast.parse(textwrap.dedent(op[field]).strip())
-                except SyntaxError as err:
-                    raise PatchError("operation %s on %s: %r does not parse (%s)" % (
-                        op["op"], path, field, err.msg)) from err
-        state, edits = OPERATIONS[op["op"]](src, op)
+        if op.get("optional") and not enable_optional:
+            states.append((index, SKIPPED))
+            continue
+        try:
+            src = Source(path, current)
+            src.lookup = lookup
+            if op["op"] not in OPERATIONS:
+                raise PatchError("%s: unknown operation %r (known: %s)" % (
+                    path, op["op"], ", ".join(sorted(OPERATIONS))))
+            for field in ("old", "new"):
+                if field in op:
+                    try:
+                        ast.parse(textwrap.dedent(op[field]).strip())
+                    except SyntaxError as err:
+                        raise PatchError("operation %s on %s: %r does not parse (%s)" % (
+                            op["op"], path, field, err.msg)) from err
+            state, edits = OPERATIONS[op["op"]](src, op)
+        except PatchError as err:
+            problems.append(_labelled(op, str(err)))
+            if "does not parse as Python" in str(err):
+                break  # every further operation would say the same
+            continue
         states.append((index, state))
         if edits:
             current = apply_edits(src.data, edits).decode("utf-8")
+    if problems:
+        raise PatchError.of(problems, labelled=True)
     try:
         compile(current, path, "exec")
     except SyntaxError as err:
         raise PatchError("%s: the patched file does not compile (%s); left as it was" % (path, err)) from err
     return current, states
+
+
+def _labelled(op, message):
+    return "%s: %s" % (op["profile"], message) if op.get("profile") else message
 
 
 def unified_diff(path, old, new):
@@ -387,43 +492,94 @@ def resolve_content(ops, files_dir):
     return out
 
 
-def apply_profile(root, ops, check=False):
+def read_source(path, rel):
+    """A file's text exactly as stored (line endings kept); PatchError when it is not UTF-8, as Python would
+    refuse it."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PatchError("%s:%d: byte 0x%02x is not UTF-8, so Python cannot load this file; not patched" % (
+            rel, data[:err.start].count(b"\n") + 1, data[err.start])) from err
+
+
+def write_keeping_mode(path, text):
+    """Replace ``path`` atomically with ``text``; the file keeps its permission bits and owner."""
+    tmp = path + ".grpo-tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    if os.path.exists(path):
+        info = os.stat(path)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        try:
+            os.chown(tmp, info.st_uid, info.st_gid)
+        except OSError:
+            pass  # not ours to give away; the bits are kept
+    os.replace(tmp, path)
+
+
+def apply_profile(root, ops, check=False, enable_optional=False):
     """Apply a profile's operations under ``root``. Returns [{"file", "changed", "states", "diff"}].
 
-    Nothing is written when any file is in neither shape (all files are checked before any is written)."""
+    Nothing is written when any file is in neither shape (all files are checked before any is written); the
+    PatchError then lists every problem of every file. Operations marked ``optional`` run only with
+    ``enable_optional``."""
     by_file = {}
     for op in ops:
         by_file.setdefault(op["file"], []).append(op)
-    results, writes = [], []
+    pending = {o["file"]: o["content"] for o in ops if o["op"] == "create_file"}
+
+    def lookup(dotted):
+        rel = dotted.replace(".", "/")
+        for candidate in (rel + ".py", rel + "/__init__.py"):
+            if candidate in pending:
+                return pending[candidate]
+            path = os.path.join(root, candidate)
+            if os.path.isfile(path):
+                try:
+                    return read_source(path, candidate)
+                except PatchError:
+                    return None
+        return None
+
+    results, writes, problems = [], [], []
     for rel, file_ops in by_file.items():
         path = os.path.join(root, rel)
-        creates = [o for o in file_ops if o["op"] == "create_file"]
-        if creates:
-            want = creates[0]["content"]
-            have = open(path, encoding="utf-8").read() if os.path.exists(path) else None
-            if have is not None and have != want:
-                raise PatchError("%s exists with other content than this package's; move it aside to recreate it"
-                                 % rel)
-            results.append({"file": rel, "changed": have is None, "states": [ORIGINAL if have is None else APPLIED],
-                            "diff": unified_diff(rel, "", want) if have is None else ""})
-            if have is None:
-                writes.append((path, want))
+        try:
+            creates = [o for o in file_ops if o["op"] == "create_file"]
+            if creates:
+                want = creates[0]["content"]
+                have = read_source(path, rel) if os.path.exists(path) else None
+                if have is not None and have != want:
+                    raise PatchError("%s exists with other content than this package's; move it aside to recreate it"
+                                     % rel)
+                results.append({"file": rel, "changed": have is None,
+                                "states": [ORIGINAL if have is None else APPLIED],
+                                "diff": unified_diff(rel, "", want) if have is None else ""})
+                if have is None:
+                    writes.append((path, want))
+                continue
+            if not os.path.exists(path):
+                raise PatchError("%s: file not found under %s" % (rel, root))
+            old = read_source(path, rel)
+            new, states = patch_text(rel, old, file_ops, lookup=lookup, enable_optional=enable_optional)
+        except PatchError as err:
+            # messages from patch_text name their operation's profile already; the file's own problems (not
+            # UTF-8, not found, other content, does not compile) are named for the file's first profile
+            problems.extend(err.problems if err.labelled else [_labelled(file_ops[0], p) for p in err.problems])
             continue
-        if not os.path.exists(path):
-            raise PatchError("%s: file not found under %s" % (rel, root))
-        old = open(path, encoding="utf-8").read()
-        new, states = patch_text(rel, old, file_ops)
+        pending[rel] = new
         results.append({"file": rel, "changed": new != old, "states": [s for _, s in states],
                         "diff": unified_diff(rel, old, new)})
         if new != old:
             writes.append((path, new))
+    if problems:
+        raise PatchError.of(problems)
     if not check:
         for path, text in writes:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + ".grpo-tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
+            write_keeping_mode(path, text)
     return results
 
 
@@ -449,8 +605,9 @@ def states_by_profile(ops, results):
 
 
 def main(argv=None):
-    """``python -m ascend_grpo.ast_patch --root DIR --profile OPS.json [--check] [--diff]``; exit 0 when nothing
-    was (or, with --check, would be) changed, 1 when files changed, 2 on a file in neither shape."""
+    """``python -m ascend_grpo.ast_patch --root DIR --profile OPS.json [--check] [--diff] [--enable-optional]``;
+    exit 0 when nothing was (or, with --check, would be) changed, 1 when files changed, 2 when nothing was
+    changed because of problems (a file in neither shape, not Python, not readable): each is printed."""
     import argparse
     import json
     import sys
@@ -461,14 +618,20 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="change nothing, say what would change")
     parser.add_argument("--diff", action="store_true", help="print the unified diff")
     parser.add_argument("--files", default=".", help="where content_from paths are (this package's files/)")
+    parser.add_argument("--enable-optional", action="store_true", help="apply the operations marked optional too")
     args = parser.parse_args(argv)
     with open(args.profile, encoding="utf-8") as handle:
         data = json.load(handle)
     ops = resolve_content(data["operations"] if isinstance(data, dict) else data, args.files)
     try:
-        results = apply_profile(args.root, ops, check=args.check)
+        results = apply_profile(args.root, ops, check=args.check, enable_optional=args.enable_optional)
     except PatchError as err:
-        print("patch: %s" % err, file=sys.stderr)
+        for problem in err.problems:
+            print("patch: %s" % problem, file=sys.stderr)
+        print("patch: %d problem(s); no file was changed" % len(err.problems), file=sys.stderr)
+        return 2
+    except OSError as err:
+        print("patch: %s; no file was changed" % err, file=sys.stderr)
         return 2
     for result in results:
         verb = ("would change" if args.check else "changed") if result["changed"] else "unchanged"

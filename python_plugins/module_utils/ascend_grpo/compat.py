@@ -14,6 +14,7 @@ not guarded (inside ``try: ... except ImportError``).
 """
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -51,8 +52,13 @@ def _text(path):
     """A file's text; the caches key on (path, mtime, size), so a patched file is read again."""
     key = _stamp(path)
     if key not in _TEXT_CACHE:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            _TEXT_CACHE[key] = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            _TEXT_CACHE[key] = data.decode("utf-8")
+        except UnicodeDecodeError as err:  # Python refuses such a file too: "invalid utf-8" (a SyntaxError)
+            line = data[:err.start].count(b"\n") + 1
+            raise SyntaxError("byte 0x%02x is not UTF-8" % data[err.start], (path, line, 0, "")) from err
     return _TEXT_CACHE[key]
 
 
@@ -91,12 +97,16 @@ def _imports(body, guarded=False, in_function=False):
             yield from _imports(case.body, guarded, inner_function)
 
 
-def _absolute(module, level, current):
+def _absolute(module, level, package):
+    """The absolute name of ``from <level dots><module> import``, written in a module of ``package`` (its parent
+    package, or itself for an ``__init__``), by Python's own rule; None when the dots climb above the top-level
+    package (an ImportError when it runs)."""
     if not level:
         return module
-    parts = current.split(".")
-    base = parts[:len(parts) - level] if current not in ("",) else []
-    return ".".join(base + ([module] if module else []))
+    try:
+        return importlib.util.resolve_name("." * level + (module or ""), package)
+    except (ImportError, ValueError):
+        return None
 
 
 _SCAN_CACHE = {}
@@ -111,7 +121,7 @@ def scan(path, dotted, is_package=False):
 
 
 def _scan(path, dotted, is_package):
-    current = dotted if is_package else dotted.rpartition(".")[0]
+    package = dotted if is_package else dotted.rpartition(".")[0]
     found = []
     for node, guarded, in_function in _imports(_parse(path).body):
         if isinstance(node, ast.Import):
@@ -119,7 +129,7 @@ def _scan(path, dotted, is_package):
                 found.append({"module": alias.name, "names": [], "line": node.lineno, "guarded": guarded,
                               "in_function": in_function})
         else:
-            module = _absolute(node.module, node.level, current) if node.level else node.module
+            module = _absolute(node.module, node.level, package) if node.level else node.module
             found.append({"module": module, "names": [a.name for a in node.names], "line": node.lineno,
                           "guarded": guarded, "in_function": in_function})
     return found
@@ -167,11 +177,31 @@ def _module_level(body):
                 yield from _module_level(handler.body)
 
 
+def _creates_names_at_run_time(node):
+    """``globals()[name] = ...``, ``globals().update(...)`` or ``setattr(sys.modules[__name__], ...)``: the module
+    binds names that only exist once it runs (torch_npu makes its ``npu_*`` ops this way)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store) and _is_globals_call(sub.value):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "update" \
+                and _is_globals_call(sub.func.value):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and sub.args \
+                and isinstance(sub.args[0], ast.Subscript) and "__name__" in ast.dump(sub.args[0]):
+            return True
+    return False
+
+
+def _is_globals_call(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
+
+
 def own_names(path):
-    """(names the module binds itself, string constants); star imports are followed by binds(), from the text."""
+    """(names the module binds itself, string constants, whether it creates names at run time); star imports are
+    followed by binds(), from the text."""
     key = _stamp(path) if os.path.isfile(path) else (path,)
     if key not in _OWN_CACHE:
-        names, strings = set(), set()
+        names, strings, dynamic = set(), set(), False
         if os.path.isfile(path):
             tree = _parse(path)
             for node in _module_level(tree.body):
@@ -185,10 +215,13 @@ def own_names(path):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for target in targets:
                         names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                if isinstance(node, (ast.For, ast.Assign, ast.Expr)) and "globals" in ast.dump(node) or \
+                        isinstance(node, ast.Expr) and "setattr" in ast.dump(node):
+                    dynamic = dynamic or _creates_names_at_run_time(node)
                 for sub in ast.walk(node) if isinstance(node, (ast.Assign, ast.Expr)) else ():
                     if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
                         strings.add(sub.value)
-        _OWN_CACHE[key] = (names, strings)
+        _OWN_CACHE[key] = (names, strings, dynamic)
     return _OWN_CACHE[key]
 
 
@@ -219,29 +252,38 @@ def _find_star_targets(path, text):
 def binds(path, name, _seen=None):
     """Whether the module at ``path`` binds ``name``, itself or through its relative star imports (followed only
     as far as needed), or lists it as a string while being a lazy module (__getattr__ or _LazyModule). A file is
-    parsed only when the name occurs in its text; star imports are followed from the text."""
+    parsed only when the name occurs in its text; star imports are followed from the text. A file Python could
+    not load (not UTF-8, a syntax error) binds nothing."""
     seen = _seen if _seen is not None else set()
     if path in seen:
         return False
     seen.add(path)
-    text = _text(path)
-    if not PREFILTER or name in text:
-        names, strings = own_names(path)
-        if name in names:
-            return True
-        if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
-            return True
+    try:
+        text = _text(path)
+        if not PREFILTER or name in text:
+            names, strings, _dynamic = own_names(path)
+            if name in names:
+                return True
+            if ("__getattr__" in names or "_LazyModule" in names or "_LazyModule" in strings) and name in strings:
+                return True
+    except SyntaxError:
+        return False
     stars = _star_targets_text(path, text) if "import *" in text else []
     return any(binds(star, name, seen) for star in stars)
 
 
+MODULE_MISSING = "*module*"
+PARSE = "*does not parse*"
+
+
 def resolve(module, names, paths):
-    """Names of ``from module import names`` (or the module itself) that cannot be found. ["*module*"] when the
-    module itself is missing."""
+    """(missing, unverifiable) names of ``from module import names``: ``missing`` is [MODULE_MISSING] when the
+    module itself is not there; ``unverifiable`` holds the names a module that creates names at run time (torch_npu:
+    ``globals()[name] = ...``) does not bind in its text: they cannot be proven either way without running it."""
     found = find_module(module, paths)
     if found is None:
-        return ["*module*"]
-    missing = []
+        return [MODULE_MISSING], []
+    missing, unverifiable = [], []
     for name in names:
         if name == "*":
             continue
@@ -249,12 +291,25 @@ def resolve(module, names, paths):
             continue
         if found.endswith(".py") and binds(found, name):
             continue
-        missing.append(name)
-    return missing
+        try:
+            dynamic = found.endswith(".py") and own_names(found)[2]
+        except SyntaxError:
+            dynamic = False
+        (unverifiable if dynamic else missing).append(name)
+    return missing, unverifiable
 
 
-def reachable(modules, entries):
-    """verl modules the entries reach through module-level (not function-level, not guarded) verl imports.
+def _scan_or_none(path, dotted):
+    try:
+        return scan(path, dotted, path.endswith("__init__.py"))
+    except SyntaxError:
+        return None  # check() reports the file
+
+
+def reachable(modules, entries, package="verl"):
+    """``package``'s modules the entries reach through module-level (not function-level, not guarded) imports of
+    the package itself: the modules Python loads when the entries are imported (a file that does not parse is
+    reached, and stops there).
 
     verl imports its workers and rollouts inside functions, chosen by the config, so the default path is given
     as entry modules (the trainer, its workers, the rollout the config picks) and closed over module level."""
@@ -267,12 +322,12 @@ def reachable(modules, entries):
         parts = name.split(".")
         for i in range(1, len(parts)):  # importing a.b.c runs a/__init__ and a.b/__init__
             todo.append(".".join(parts[:i]))
-        path = modules[name]
-        for imp in scan(path, name, path.endswith("__init__.py")):
-            if imp["in_function"] or imp["guarded"] or not imp["module"] or not imp["module"].startswith("verl"):
+        for imp in _scan_or_none(modules[name], name) or []:
+            module = imp["module"] or ""
+            if imp["in_function"] or imp["guarded"] or module.split(".")[0] != package:
                 continue
-            todo.append(imp["module"])
-            todo.extend(imp["module"] + "." + n for n in imp["names"])
+            todo.append(module)
+            todo.extend(module + "." + n for n in imp["names"])
     return seen
 
 
@@ -283,39 +338,71 @@ DEFAULT_ENTRIES = (
 )
 
 
-def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=()):
-    """Every unresolved watched import: [{"file", "line", "module", "missing", "default_path", "when",
-    "optional"}]."""
-    modules = module_files(tree_root)
-    on_path = reachable(modules, entries)
+def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=(), package="verl"):
+    """Every unresolved import of a watched package (resolved in ``paths``) and of ``package`` itself (resolved
+    in the tree: a name a profile moves to a helper that does not define it is caught here), and every file of
+    the tree Python could not load: [{"file", "line", "module", "missing", "unverifiable", "default_path",
+    "when", "optional"}]. ``missing`` lists names that are not there (MODULE_MISSING: the module itself, PARSE:
+    the file itself does not parse, with ``error``); ``unverifiable`` names a module creates at run time."""
+    modules = module_files(tree_root, package)
+    on_path = reachable(modules, entries, package)
     problems = []
-    import_line = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:%s)\b" % "|".join(map(re.escape, watched)), re.M)
     for dotted, path in sorted(modules.items()):
-        if PREFILTER and not import_line.search(_text(path)):  # most files import none of them
+        rel = os.path.relpath(path, tree_root)
+        is_optional = any(rel.startswith(o) or dotted.startswith(o) for o in optional)
+        try:
+            imports = scan(path, dotted, path.endswith("__init__.py"))
+        except SyntaxError as err:
+            problems.append({"file": rel, "line": err.lineno or 0, "module": dotted, "missing": [PARSE],
+                             "unverifiable": [], "default_path": dotted in on_path, "when": "on import",
+                             "optional": is_optional, "error": "%s: %s" % (type(err).__name__, err.msg)})
             continue
-        for imp in scan(path, dotted, path.endswith("__init__.py")):
-            top = (imp["module"] or "").split(".")[0]
-            if top not in watched:
+        for imp in imports:
+            module = imp["module"]
+            top = (module or "").split(".")[0]
+            if module is None:
+                missing, unverifiable = [PARSE], []
+            elif top in watched:
+                missing, unverifiable = resolve(module, imp["names"], paths)
+            elif top == package:
+                missing, unverifiable = resolve(module, imp["names"], [tree_root])
+            else:
                 continue
-            missing = resolve(imp["module"], imp["names"], paths)
-            if not missing:
+            if not missing and not unverifiable:
                 continue
-            rel = os.path.relpath(path, tree_root)
             problems.append({
-                "file": rel, "line": imp["line"], "module": imp["module"], "missing": missing,
+                "file": rel, "line": imp["line"], "module": module or "(above the top-level package)",
+                "missing": missing, "unverifiable": unverifiable,
                 # runs when the module loads on the default path; a function-level import runs only if called
                 "default_path": dotted in on_path and not imp["guarded"] and not imp["in_function"],
                 "when": "guarded" if imp["guarded"] else ("on call" if imp["in_function"] else "on import"),
-                "optional": any(rel.startswith(o) or dotted.startswith(o) for o in optional),
+                "optional": is_optional,
             })
     return problems
 
 
 def blocking(unresolved, enable_optional=False):
-    """What fails the check: unresolved on the default path outside the optional paths, and, when the optional
-    paths are enabled, their unguarded unresolved imports too."""
-    return [u for u in unresolved if (u["default_path"] and not u["optional"])
-            or (enable_optional and u["optional"] and u["when"] != "guarded")]
+    """What fails the check: missing names on the default path outside the optional paths, and, when the optional
+    paths are enabled, their unguarded missing names too. Names that are only unverifiable never block (they are
+    listed as such)."""
+    return [u for u in unresolved if u["missing"] and ((u["default_path"] and not u["optional"])
+                                                       or (enable_optional and u["optional"]
+                                                           and u["when"] != "guarded"))]
+
+
+def describe(u):
+    """One line for a finding: ``file:line module: what (when[, default path][, optional])``."""
+    parts = []
+    if u["missing"] == [PARSE]:
+        parts.append("does not parse (%s)" % u.get("error", "?"))
+    elif u["missing"] == [MODULE_MISSING]:
+        parts.append("no such module")
+    elif u["missing"]:
+        parts.append("missing " + ", ".join(u["missing"]))
+    if u["unverifiable"]:
+        parts.append("unverifiable: created at run time: " + ", ".join(u["unverifiable"]))
+    flags = [u["when"]] + (["default path"] if u["default_path"] else []) + (["optional"] if u["optional"] else [])
+    return "%s:%d %s: %s (%s)" % (u["file"], u["line"], u["module"], "; ".join(parts), ", ".join(flags))
 
 
 def main(argv=None):
@@ -329,13 +416,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     paths = args.path or [p for p in sys.path if p.endswith("site-packages")]
     problems = check(args.tree, paths, args.entry or DEFAULT_ENTRIES)
+    fatal = blocking(problems)
     if args.json:
-        print(json.dumps({"ok": not any(p["default_path"] for p in problems), "unresolved": problems}, indent=2))
+        print(json.dumps({"ok": not fatal, "unresolved": problems, "blocking": fatal}, indent=2))
     else:
         for p in problems:
-            print("%s:%d %s %s: %s" % (p["file"], p["line"], "DEFAULT PATH" if p["default_path"] else "optional",
-                                       p["module"], ", ".join(p["missing"])))
-    return 1 if any(p["default_path"] for p in problems) else 0
+            print(("FATAL " if p in fatal else "      ") + describe(p))
+    return 1 if fatal else 0
 
 
 if __name__ == "__main__":
