@@ -16,7 +16,8 @@ description:
     default path reaches it. Fails when the default path has any; imports under optional paths are reported and
     fail only when C(enable_optional) is true.
   - A name the imported module creates only at run time (torch_npu makes its C(npu_*) ops with
-    C(globals()[name] = ...)) cannot be proven either way: it is listed as C(unverifiable), never passed or failed.
+    C(globals()[name] = ...)) cannot be proven either way, so it is listed as C(unverifiable), never passed or
+    failed.
   - A file of the tree that Python could not load (a syntax error, a byte that is not UTF-8) is a finding too.
   - Read-only.
 options:
@@ -69,12 +70,11 @@ unresolved:
   type: list
   elements: dict
 lines:
-  description: One line per finding, C(file:line module: what (when[, default path][, optional])).
+  description: 'One line per finding, C(file:line module: what (when[, default path][, optional])).'
   returned: always
   type: list
   elements: str
-  sample: ["verl/models/transformers/npu_patch.py:21 torch_npu: unverifiable: created at run time: npu_rotary_mul
-    (on import, default path)"]
+  sample: ["verl/models/transformers/npu_patch.py:21 torch_npu: unverifiable: created at run time: npu_rotary_mul (on import, default path)"]
 paths:
   description: The package folders the imports were resolved against.
   returned: always
