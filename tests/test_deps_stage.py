@@ -162,6 +162,6 @@ def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env,
                                                    "from": "nothing.here", "to": "x.y"}]}))
     neither = patch_stage({"verl_compat_patch_profiles": [str(profile)]})
     assert neither.returncode != 0
-    assert "verl/shape.py: expected an import from nothing.here (or, patched, from x.y). No file was changed." \
-        in neither.stdout
+    assert ("1 problem(s), no file was changed: p: verl/shape.py: expected an import from nothing.here (or, patched, "
+            "from x.y)") in " ".join(neither.stdout.split())
     assert shape.read_text() == "from somewhere.known import thing  # a user's line\n"

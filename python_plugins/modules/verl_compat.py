@@ -75,6 +75,13 @@ lines:
   type: list
   elements: str
   sample: ["verl/models/transformers/npu_patch.py:21 torch_npu: unverifiable: created at run time: npu_rotary_mul (on import, default path)"]
+reached:
+  description:
+    - The verl modules the default path loads (the entries closed over their module-level imports), sorted.
+    - On the simulated host this equals what Python itself loads, bar the modules only an accelerator loads.
+  returned: always
+  type: list
+  elements: str
 paths:
   description: The package folders the imports were resolved against.
   returned: always
@@ -113,7 +120,8 @@ def main():
     unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
     blocking = compat.blocking(unresolved, p["enable_optional"])
     lines = [compat.describe(u) for u in unresolved]
-    result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths)
+    reached = sorted(compat.reachable(compat.module_files(p["root"]), p["entries"]))  # scans cached by check
+    result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths, reached=reached)
     if blocking:
         module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
                              + "\n".join(compat.describe(b) for b in blocking), **result)
