@@ -1,10 +1,12 @@
-"""The straightforward GRPO math reward: the reference for files/reward/math_reward.py.
+"""The sample's reward (the guide's ``new_math_reward.py``), transcribed line by line from ../shared/DOMAIN.md
+("The sample's reward, exactly"): the reference every speed-up of files/reward/math_reward.py is tested against,
+and the straightforward design benchmarks/reward_throughput.py measures it against.
 
-Same scoring rules as files/reward/math_reward.py (its docstring states them), implemented the obvious way:
-math_verify parses the ground truth and the answer and verifies them on every call, with math_verify's
-default timeouts (signal.alarm, so only in the main thread); regular expressions for the format and the
-reasoning parts; no caching. The tests compare the fast version with this one, and
-benchmarks/reward_throughput.py measures both.
+Each rule below quotes the DOMAIN.md sentence it transcribes. It runs math_verify in this process with
+math_verify's own default time limits (signal.alarm: main thread only), parses the ground truth on every call and
+caches nothing, as the sample does. Where DOMAIN.md is silent the sample's behaviour is kept: a missing tag has no
+position, so it is never "before" another; the text "after </answer>" follows its first occurrence (str.find);
+the parts are added as the sample adds them: (correctness + format) + reasoning, no rounding.
 """
 
 import re
@@ -12,85 +14,121 @@ import re
 from latex2sympy2_extended import NormalizationConfig
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-EXTRACTION_CONFIG = [
+# "gold = parse("$" + ground_truth + "$", extraction_mode="first_match",
+#  extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()])"
+GOLD_CONFIG = [LatexExtractionConfig(), ExprExtractionConfig()]
+# "LatexExtractionConfig(normalization_config=NormalizationConfig(nits=False, malformed_operators=False,
+#  basic_latex=True, boxed="all", units=True), boxed_match_priority=0, try_extract_without_anchor=False)"
+ANSWER_CONFIG = [
     LatexExtractionConfig(
-        boxed_match_priority=0,
         normalization_config=NormalizationConfig(
-            basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all", equations=False
+            nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
         ),
-    ),
-    ExprExtractionConfig(),
+        boxed_match_priority=0,
+        try_extract_without_anchor=False,
+    )
 ]
-MAX_ANSWER_CHARS = 20_000
+# "+0.05 for each of "<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>" occurring exactly once"
 MARKERS = ["<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>"]
-STEP_RE = re.compile(r"^[ \t]*(?:[Ss]tep[ \t]+([0-9]{1,9})[ \t]*:|([0-9]{1,9})\.(?![0-9])|\(([0-9]{1,9})\))", re.M)
-KEYWORD_RE = re.compile(
-    r"\b(?:solv|equation|calculat|substitut|therefore|because|thus|sum|product|derivative|integral)", re.I
-)
+# "matched by the first of ..."
+STEP_PATTERNS = [
+    r"^(?:step\s*|step|Step\s*|Step)\s*([1-9]\d*)\s*[\:\.]\s*(.+)$",
+    r"^([1-9]\d*)\s*[\.\)]\s*(.+)$",
+    r"^[\(\[]?\s*([1-9]\d*)\s*[\)\]]\s*(.+)$",
+]
+# "one of solve, equation, calculate, substitute, therefore, because, thus, sum, product, derivative, integral"
+KEYWORDS = ["solve", "equation", "calculate", "substitute", "therefore", "because", "thus", "sum", "product",
+            "derivative", "integral"]
 
 
-def answer_text(response):
-    close = response.rfind("</answer>")
-    start = response.rfind("<answer>", 0, close) if close >= 0 else -1
-    return response[start + len("<answer>"):close] if start >= 0 else response
-
-
-def is_correct(response, ground_truth):
-    text = answer_text(response)
-    if not ground_truth.strip() or len(text) > MAX_ANSWER_CHARS:
-        return False
-    gold = parse("\\boxed{" + ground_truth + "}", extraction_config=EXTRACTION_CONFIG)
-    answer = parse(text, extraction_config=EXTRACTION_CONFIG)
-    return verify(gold, answer)
-
-
-def format_score(response):
-    counts = [response.count(marker) for marker in MARKERS]
-    positions = [response.find(marker) for marker, count in zip(MARKERS, counts) if count > 0]
-    if positions != sorted(positions):
+def correctness(solution_str, ground_truth):
+    """Correctness (0.7 or 0)."""
+    # (a number as the ground truth: verl passes what the parquet holds; the sample formats it into the string)
+    gold = parse("$" + str(ground_truth) + "$", extraction_mode="first_match", extraction_config=GOLD_CONFIG)
+    # "an empty gold gives 0"
+    if len(gold) == 0:
         return 0.0
-    score = 0.05 * sum(1 for count in counts if count == 1)
-    if "<think>" in response:
-        score -= min(0.1, 0.001 * len(response[:response.find("<think>")].strip()))
-    if "</answer>" in response:
-        score -= min(0.1, 0.001 * len(response[response.rfind("</answer>") + len("</answer>"):].strip()))
-    return max(0.0, score)
+    # "The answer is parsed from the whole solution_str (not only the <answer> part) with
+    #  extraction_mode="first_match" and LatexExtractionConfig(...)"
+    answer = parse(solution_str, extraction_mode="first_match", extraction_config=ANSWER_CONFIG)
+    # "then float(verify(answer, gold)) >= 0.99 gives 0.7"
+    return 0.7 if float(verify(answer, gold)) >= 0.99 else 0.0
 
 
-def reasoning_score(response):
-    start = response.find("<think>")
-    end = response.find("</think>", start + len("<think>")) if start >= 0 else -1
-    if end < 0:
+def format_score(solution_str):
+    """Format (max 0.2)."""
+    think_open = solution_str.find("<think>")
+    think_close = solution_str.find("</think>")
+    answer_open = solution_str.find("<answer>")
+    answer_close = solution_str.find("</answer>")
+    # "0 when the order is wrong, judged on str.find positions: </think> before <think>, or <answer> before
+    #  </think>, or </answer> before <answer>"
+    if ((think_open != -1 and think_close != -1 and think_close < think_open)
+            or (think_close != -1 and answer_open != -1 and answer_open < think_close)
+            or (answer_open != -1 and answer_close != -1 and answer_close < answer_open)):
         return 0.0
-    block = response[start + len("<think>"):end]
-    steps = list(STEP_RE.finditer(block))
-    run = keyword_steps = 0
-    for i, step in enumerate(steps):
-        number = int(next(group for group in step.groups() if group is not None))
-        if number != run + 1:
+    score = 0.0
+    for marker in MARKERS:
+        if solution_str.count(marker) == 1:
+            score += 0.05
+    # "minus min(0.001 x characters, 0.1) for non-blank text before <think> (when found at index > 0)"
+    if think_open > 0:
+        before = solution_str[:think_open].strip()
+        if before:
+            score = max(score - min(len(before) * 0.001, 0.1), 0)
+    # "and the same for non-blank text after </answer>; floored at 0"
+    if answer_close != -1:
+        after = solution_str[answer_close + len("</answer>"):].strip()
+        if after:
+            score = max(score - min(len(after) * 0.001, 0.1), 0)
+    return score
+
+
+def reasoning_score(solution_str):
+    """Reasoning (0.1 / 0.05 / 0)."""
+    think_open = solution_str.find("<think>")
+    think_close = solution_str.find("</think>")
+    if think_open == -1 or think_close == -1:
+        return 0.0
+    # "the text between the first <think> and </think>, stripped, split on newlines"
+    steps = []
+    for line in solution_str[think_open + len("<think>"):think_close].strip().split("\n"):
+        # "each line stripped and matched by the first of ..."
+        line = line.strip()
+        if not line:
+            continue
+        for pattern in STEP_PATTERNS:
+            found = re.findall(pattern, line)
+            if not found:
+                continue
+            # "a step counts only when its stripped text is longer than 3 characters"
+            text = found[0][1].strip()
+            if len(text) > 3:
+                steps.append((int(found[0][0]), text))
             break
-        run += 1
-        text = block[step.end():steps[i + 1].start() if i + 1 < len(steps) else len(block)]
-        if KEYWORD_RE.search(text):
-            keyword_steps += 1
-    if run >= 3 and keyword_steps >= 2:
+    # "sequential steps are those whose number equals the next expected number starting at 1 (others are
+    #  skipped, not a reset)"
+    sequential, expected = 0, 1
+    for number, _text in steps:
+        if number == expected:
+            sequential += 1
+            expected += 1
+    # "a keyword step contains (case-insensitive substring) one of ..."
+    keyword_steps = sum(1 for _number, text in steps if any(word in text.lower() for word in KEYWORDS))
+    # ">= 3 sequential and >= 2 keyword steps: 0.1; >= 2 and >= 1: 0.05"
+    if sequential >= 3 and keyword_steps >= 2:
         return 0.1
-    if run >= 2 and keyword_steps >= 1:
+    if sequential >= 2 and keyword_steps >= 1:
         return 0.05
     return 0.0
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-    try:
-        if isinstance(ground_truth, (int, float)) and not isinstance(ground_truth, bool):
-            ground_truth = str(ground_truth)
-        if not isinstance(solution_str, str) or not isinstance(ground_truth, str):
-            return 0.0
-        if not is_correct(solution_str, ground_truth):
-            return 0.0
-        return round(0.7 + format_score(solution_str) + reasoning_score(solution_str), 6)
-    except Exception:
+    """"if correctness < 0.7 it returns 0.0; else correctness + format + reasoning (max 1.0)"."""
+    accuracy = correctness(solution_str, ground_truth)
+    if accuracy < 0.7:
         return 0.0
+    return accuracy + format_score(solution_str) + reasoning_score(solution_str)
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None):

@@ -1,10 +1,12 @@
-"""Throughput of the GRPO math reward (files/reward/math_reward.py) against the straightforward design.
+"""Throughput of the GRPO math reward (files/reward/math_reward.py) against the straightforward design: the
+sample's rules as benchmarks/reward_baseline.py transcribes them from DOMAIN.md (math_verify in the calling
+process, the ground truth parsed on every call, nothing cached).
 
 Prints a table: responses/second on a GRPO-like mix (and on a harder one, where more answers need
 math_verify), and wall time for a batch of 2,048 responses with 1% pathological answers, for the fast version
-and for benchmarks/reward_baseline.py, and whether the targets (>= 10x the baseline's responses/second; the
-2,048 batch in < 2 s) are met. Every batch uses ground truths not seen before, so the caches only help within
-a batch, as in training. Exit status 0.
+and for the baseline, whether the targets (>= 10x the baseline's responses/second; the 2,048 batch in < 2 s) are
+met, and what each fast path decided. Every batch uses ground truths not seen before, so the caches only help
+within a batch, as in training. Every score is compared with the baseline's. Exit status 0.
 """
 
 import importlib.util
@@ -37,6 +39,8 @@ MIX = ("per problem, 8 responses: 3 correct in the ground truth's own form (iden
        "with stray text and no numbered steps; per 20 problems: 6 integers, 4 fractions, 3 square roots, "
        "3 multiples of pi, 4 intervals or tuples")
 PATHOLOGICAL = [r"9^{9^{9^{9}}}", r"10^{10^{10}}", r"(10^{6})!", r"1000000!", r"2^{3^{4^{5}}}"]
+# unboxed: the sample's extraction takes a LaTeX environment after "final answer ... is", never plain text
+UNBOXED_PATHOLOGICAL = ["The final answer is $9^{9^{9^{9}}}$.", "So it is 9**9**9."]
 FILLER = ["We look at the quantities given in the problem.", "Let us write down what we know.",
           "We solve the equation for the unknown.", "Substitute the value back into the expression.",
           "We calculate the sum of the terms.", "Therefore the expression simplifies.",
@@ -110,7 +114,11 @@ def pathological_batch(rng, size=2048, share=0.01):
     items = items[:size]
     chosen = rng.sample(range(size), round(size * share))
     for n, index in enumerate(chosen):
-        items[index] = (tagged(rng, PATHOLOGICAL[n % len(PATHOLOGICAL)]), items[index][1])
+        if n % 4 == 3:
+            text = f"<think>\n{reasoning(rng)}\n</think>\n{UNBOXED_PATHOLOGICAL[n % 2]}"
+        else:
+            text = tagged(rng, PATHOLOGICAL[n % len(PATHOLOGICAL)])
+        items[index] = (text, items[index][1])
     return items, set(chosen)
 
 
@@ -128,16 +136,23 @@ def run_batch(module, items):
 
 
 def count_requests(module):
-    """Count the requests to math_verify's helper processes (wraps the module's _ask)."""
-    counts = {"gold": 0, "verify": 0}
-    ask = module._ask
+    """Count what the helpers judge (wraps the module's _judge); the rest the integer shortcut decided."""
+    counts = {"helpers": 0}
+    judge = module._judge
 
-    def counting(message, limit):
-        counts[message[0]] += 1
-        return ask(message, limit)
+    def counting(pairs):
+        counts["helpers"] += len(pairs)
+        return judge(pairs)
 
-    module._ask = counting
+    module._judge = counting
     return counts
+
+
+def fresh_helpers(module):
+    """New helper processes (empty caches), started before the timing, as a training run's first step does."""
+    module.shutdown()
+    module.compute_score_batch(data_sources=["math"] * 2, solution_strs=[r"\boxed{1+x^2}", r"\boxed{x^2+1}"],
+                               ground_truths=["x^2+1", "1+x^2"])
 
 
 def table(rows):
@@ -151,7 +166,7 @@ def measure_mix(fast, rng, counts):
     """Sequential and batch throughput on new realistic batches; the baseline on the first 3 of them."""
     mix = [realistic_batch(rng) for _ in range(12)]
     responses = sum(len(batch) for batch in mix)
-    counts.update(gold=0, verify=0)
+    counts.update(helpers=0)
     seconds, scores = 0.0, []
     for batch in mix:  # new ground truths in each batch: the caches help only inside a batch, as in training
         batch_seconds, batch_scores = run(fast.compute_score, batch)
@@ -169,7 +184,7 @@ def measure_mix(fast, rng, counts):
 
 def measure_harder(fast, rng, counts):
     hard = [realistic_batch(rng, unboxed_always=True) for _ in range(4)]
-    counts.update(gold=0, verify=0)
+    counts.update(helpers=0)
     seconds, scores = 0.0, []
     for batch in hard:
         batch_seconds, batch_scores = run(fast.compute_score, batch)
@@ -185,10 +200,10 @@ def measure_harder(fast, rng, counts):
 def measure_pathological(fast, rng):
     """2,048 responses with 1% pathological answers: fast in batch and sequential mode (new batches, empty
     caches); the baseline on the normal ones and on 2 pathological ones, the rest extrapolated."""
-    fast.clear_caches()
+    fresh_helpers(fast)
     items, bad = pathological_batch(rng)
     seconds, scores = run_batch(fast, items)
-    fast.clear_caches()
+    fresh_helpers(fast)
     sequential_seconds, _ = run(fast.compute_score, pathological_batch(rng)[0])
     normal = [i for i in range(len(items)) if i not in bad]
     base_normal_seconds, base_normal_scores = run(baseline.compute_score, [items[i] for i in normal])
@@ -201,13 +216,42 @@ def measure_pathological(fast, rng):
             "mismatches": sum(scores[i] != score for i, score in zip(normal, base_normal_scores))}
 
 
+def ablations(fast, rng):
+    """What each fast path is worth: batch throughput on new realistic batches with one of them off, and the
+    pathological batch without the explosive-answer check (the helpers' deadline decides then)."""
+    batches = [realistic_batch(rng) for _ in range(4)]
+
+    def rate():
+        fresh_helpers(fast)
+        return sum(len(b) for b in batches) / sum(run_batch(fast, b)[0] for b in batches)
+
+    rows = [("all fast paths", rate())]
+    shortcut = fast._shortcut_verdict
+    fast._shortcut_verdict = lambda response, truth: None
+    rows.append(("without the in-process verdicts (all to math_verify)", rate()))
+    os.environ["GRPO_REWARD_HELPER_CACHES"] = "0"
+    rows.append(("... and without the helpers' ground-truth cache", rate()))
+    del os.environ["GRPO_REWARD_HELPER_CACHES"]
+    fast.MAX_WORKERS = 1
+    rows.append(("... with the caches, one helper instead of two", rate()))
+    fast.MAX_WORKERS = 2
+    fast._shortcut_verdict = shortcut
+    items, _bad = pathological_batch(rng)
+    os.environ["GRPO_REWARD_EXPLOSIVE_CHECK"] = "0"
+    fresh_helpers(fast)
+    without = run_batch(fast, items)[0]
+    del os.environ["GRPO_REWARD_EXPLOSIVE_CHECK"]
+    fresh_helpers(fast)
+    with_check = run_batch(fast, items)[0]
+    return rows, with_check, without
+
+
 def main():
     fast = load_fast()
     counts = count_requests(fast)
     rng = random.Random(20250)
     start = time.perf_counter()  # start both helper processes, as a training run's first step does
-    fast.compute_score_batch(data_sources=["math"] * 2, solution_strs=[r"\boxed{1+x^2}", r"\boxed{x^2+1}"],
-                             ground_truths=["x^2+1", "1+x^2"])
+    fresh_helpers(fast)
     startup = time.perf_counter() - start
     mix = measure_mix(fast, rng, counts)
     hard = measure_harder(fast, rng, counts)
@@ -232,18 +276,19 @@ def main():
     print(f"Mix: {MIX}.")
     print(f"Realistic mix: fast (sequential compute_score) over {mix['responses']} responses, {mix['batches']} "
           f"batches of {mix['responses'] // mix['batches']} with new ground truths in each; "
-          f"{mix['requests']['verify']} answers ({mix['requests']['verify'] / mix['responses']:.1%}) and "
-          f"{mix['requests']['gold']} ground truths went to math_verify, the rest were decided by the cheap checks "
-          f"or the caches. Batch mode (compute_score_batch per batch) over another {mix['batches']} such batches. "
+          f"{mix['requests']['helpers']} responses ({mix['requests']['helpers'] / mix['responses']:.1%}) went to "
+          f"math_verify in the helpers, the rest were decided in this process (nothing extractable, or a single box "
+          f"with a plain number against a plain number). Batch mode "
+          f"(compute_score_batch per batch) over another {mix['batches']} such batches. "
           f"Baseline (sequential) over the first {mix['base_responses']} responses; scores differ from the fast "
           f"ones on {mix['mismatches']}.")
     print(f"Harder mix: as above, but in every group one correct answer is written without \\boxed inside the "
-          f"tags, which only math_verify can judge unless it is a plain number; {hard['requests']['verify']} "
-          f"answers and {hard['requests']['gold']} ground truths went to math_verify, whose parse of an interval "
-          f"or tuple takes about 0.1 s. Fast over {hard['responses']} responses, baseline over "
+          f"tags (the sample's extraction finds nothing there: not correct); {hard['requests']['helpers']} "
+          f"responses went to math_verify. Fast over {hard['responses']} responses, baseline over "
           f"{hard['base_responses']}; scores differ on {hard['mismatches']}.")
-    print(f"Pathological batch: {path['bad']} of {path['size']} answers are boxed inside <answer> tags, cycling "
-          f"through {', '.join(PATHOLOGICAL)}; fast scores them {path['bad_scores']}. Baseline measured on the "
+    print(f"Pathological batch: {path['bad']} of {path['size']} answers are pathological: 3 in 4 boxed inside "
+          f"<answer> tags, cycling through {', '.join(PATHOLOGICAL)}, 1 in 4 unboxed ("
+          f"{' / '.join(UNBOXED_PATHOLOGICAL)}); fast scores them {path['bad_scores']}. Baseline measured on the "
           f"{path['normal']} normal responses ({path['base_normal_seconds']:.1f} s) and on {path['sample']} "
           f"pathological ones ({path['base_bad_seconds']:.1f} s, its 5 s timeout), the other "
           f"{path['bad'] - path['sample']} extrapolated; scores differ on {path['mismatches']} normal responses.")
@@ -251,6 +296,14 @@ def main():
           f"timings); limit per math_verify step {fast._timeout_s():.1f} s. Machine: {os.cpu_count()} cores.")
     print()
     print(table(rows))
+    ablation_rows, with_check, without = ablations(fast, rng)
+    print()
+    print("What each fast path is worth (batch mode, 4 new realistic batches, responses/s; baseline %.0f):"
+          % mix["base_rate"])
+    for label, value in ablation_rows:
+        print(f"  {label:<58} {value:>8,.0f}  ({value / mix['base_rate']:.1f}x the baseline)")
+    print(f"  2,048 with 1% pathological: {with_check:.2f} s with the explosive-answer check, {without:.2f} s "
+          f"without it (each pathological answer then waits for the {fast._timeout_s():.1f} s deadline)")
 
 
 if __name__ == "__main__":

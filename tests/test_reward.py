@@ -1,8 +1,9 @@
-"""The GRPO math reward (files/reward/math_reward.py) against hand-computed scores and the baseline.
+"""The GRPO math reward (files/reward/math_reward.py) against the sample's rules.
 
-Expected totals follow the rules in the reward file's docstring: 0 when the answer is not correct,
-otherwise round(0.7 + format + reasoning, 6). benchmarks/reward_baseline.py implements the same rules the
-straightforward way; every case except the one that makes sympy hang is also scored by it.
+The reference is benchmarks/reward_baseline.py, a line-by-line transcription of DOMAIN.md ("The sample's reward,
+exactly"). Named cases carry totals worked out by hand from those rules; a generated property test compares the
+reward with the reference on 20,000 responses across every rule; each fast path is compared with the reference
+where it decides.
 """
 
 import importlib.util
@@ -19,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REWARD_FILE = os.path.join(ROOT, "files", "reward", "math_reward.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import reward_baseline as baseline  # noqa: E402
+import reward_baseline as reference  # noqa: E402
 
 
 def load_reward():
@@ -33,7 +34,9 @@ def load_reward():
 
 reward = load_reward()
 
-# 3 steps, 2 with keywords (solve, Therefore): reasoning 0.1.
+# The sample's arithmetic, spelled out: format points are added 0.05 at a time, then correctness + format +
+# reasoning in that order.
+F1, F2, F3, F4 = 0.05, 0.05 + 0.05, 0.05 + 0.05 + 0.05, 0.05 + 0.05 + 0.05 + 0.05
 STEPS = "Step 1: We solve the equation x + 1 = 4.\nStep 2: Subtract 1 from both sides.\nStep 3: Therefore x = 3."
 
 
@@ -42,115 +45,49 @@ def full(answer, think=STEPS):
     return f"<think>\n{think}\n</think>\n<answer>\n{answer}\n</answer>"
 
 
-# (id, response, ground truth, expected total)
-CORRECTNESS = [
-    ("integer", full(r"\boxed{3}"), "3", 1.0),
-    ("decimal-vs-frac", full(r"\boxed{0.25}"), r"\frac{1}{4}", 1.0),
-    ("dfrac-vs-frac14", full(r"\boxed{\dfrac{1}{4}}"), r"\frac14", 1.0),
-    ("sqrt8-vs-2sqrt2", full(r"\boxed{\sqrt{8}}"), r"2\sqrt{2}", 1.0),
-    ("sqrt-rationalized", full(r"\boxed{\frac{1}{\sqrt{3}}}"), r"\frac{\sqrt{3}}{3}", 1.0),
-    ("pi-forms", full(r"\boxed{\frac{1}{2}\pi}"), r"\frac{\pi}{2}", 1.0),
-    ("pi-decimal", full(r"\boxed{1.5707963}"), r"\frac{\pi}{2}", 1.0),
-    ("third-6-decimals", full(r"\boxed{0.333333}"), r"\frac{1}{3}", 1.0),
-    ("negative-integer", full(r"\boxed{-5}"), "-5", 1.0),
-    ("negative-fraction", full(r"\boxed{-\frac{2}{3}}"), r"\frac{-2}{3}", 1.0),
-    ("tuple", full(r"\boxed{(3, \frac{\pi}{2})}"), r"\left( 3, \frac{\pi}{2} \right)", 1.0),
-    ("tuple-slash", full(r"\boxed{(3, \pi/2)}"), r"\left( 3, \frac{\pi}{2} \right)", 1.0),
-    ("interval", full(r"\boxed{[2, 5)}"), "[2,5)", 1.0),
-    ("interval-infinity", full(r"\boxed{(-\infty,3]}"), r"(-\infty, 3]", 1.0),
-    ("interval-closed-at-infinity", full(r"\boxed{[-\infty, 3]}"), r"(-\infty, 3]", 1.0),
-    ("assignment", full(r"\boxed{x = 3}"), "3", 1.0),
-    ("polynomial", full(r"\boxed{1 + x^2}"), "x^2+1", 1.0),
-    ("text", full(r"\boxed{\text{Monday}}"), r"\text{Monday}", 1.0),
-    ("same-text-with-unit", full(r"\boxed{5\text{ cm}}"), r"5\text{ cm}", 1.0),
-    ("unit-dropped", full(r"\boxed{5\text{ cm}}"), "5", 1.0),
-    ("plain-number", full("3"), "3", 1.0),
-    ("plain-sentence", full("The answer is 3."), "3", 1.0),
-    ("thousands-separator", full(r"\boxed{1,000}"), "1000", 1.0),
-    ("boxed-in-dollars", full(r"so $x = \boxed{12}$"), "12", 1.0),
-    ("integer-ground-truth", full(r"\boxed{7}"), 7, 1.0),
+# (id, response, ground truth, expected total), each total worked out by hand from DOMAIN.md's rules.
+NAMED = [
+    # the four disagreements the issue names
+    ("boxed-only-in-the-reasoning",  # the whole response is parsed: the box inside <think> counts
+     "<think>\nStep 1: We solve the equation x + 1 = 4.\nStep 2: Therefore x = \\boxed{3}.\nStep 3: Thus done.\n"
+     "</think>\n<answer>\nx is three\n</answer>", "3", 0.7 + F4 + 0.1),
+    ("close-then-open-think",  # str.find: </think> at 0 comes before <think>: format 0; reasoning: empty block
+     f"</think>\n<think>\n{STEPS}\n</think>\n<answer>\n\\boxed{{3}}\n</answer>", "3", 0.7 + 0.0 + 0.0),
+    ("paren-step-lines", full(r"\boxed{3}", "1) We solve it.\n2) Therefore 3.\n3) Thus done."), "3",
+     0.7 + F4 + 0.1),
+    ("step-text-of-3-characters",  # "sum" is not longer than 3 characters: steps 2 and 3 only, not sequential
+     full(r"\boxed{3}", "Step 1: sum\nStep 2: We solve it.\nStep 3: Thus 3."), "3", 0.7 + F4 + 0.0),
+    # correctness
+    ("equivalent-form", full(r"\boxed{0.25}"), r"\frac{1}{4}", 0.7 + F4 + 0.1),
+    ("wrong", full(r"\boxed{4}"), "3", 0.0),
+    ("integer-ground-truth", full(r"\boxed{7}"), 7, 0.7 + F4 + 0.1),
+    ("plain-text-is-not-extracted", full("The answer is 3."), "3", 0.0),  # no anchor, no LaTeX
+    ("final-answer-phrase", "The final answer is $3$.", "3", 0.7 + 0.0 + 0.0),
+    ("unit-dropped", full(r"\boxed{5\text{ cm}}"), "5", 0.7 + F4 + 0.1),
+    ("empty-gold", full(r"\boxed{3}"), "", 0.0),
+    # format
+    ("no-tags", r"So $x = \boxed{3}$.", "3", 0.7 + 0.0 + 0.0),
+    ("no-newlines-around-tags", f"<think>{STEPS}</think><answer>\\boxed{{3}}</answer>", "3", 0.7 + 0.0 + 0.1),
+    ("think-open-twice", f"<think>\n<think>\n{STEPS}\n</think>\n<answer>\n\\boxed{{3}}\n</answer>", "3",
+     0.7 + F3 + 0.1),
+    ("answer-before-think-close",
+     f"<think>\n{STEPS}\n<answer>\n\\boxed{{3}}\n</answer>\n</think>\n", "3", 0.7 + 0.0 + 0.1),
+    ("50-before", "x" * 50 + full(r"\boxed{3}"), "3", 0.7 + max(F4 - min(50 * 0.001, 0.1), 0) + 0.1),
+    ("500-before-capped", "x" * 500 + full(r"\boxed{3}"), "3", 0.7 + max(F4 - min(500 * 0.001, 0.1), 0) + 0.1),
+    ("after-first-close-answer",  # the text after the first </answer> includes the second one
+     full(r"\boxed{3}") + "\n</answer>", "3",
+     0.7 + max(F3 - min(len("</answer>") * 0.001, 0.1), 0) + 0.1),
+    ("whitespace-only-stray", " \n\t " + full(r"\boxed{3}") + "\n\n ", "3", 0.7 + F4 + 0.1),
+    # reasoning
+    ("starts-at-2", full(r"\boxed{3}", "Step 2: We solve.\nStep 3: Therefore.\nStep 4: Thus."), "3", 0.7 + F4),
+    ("skipped-not-reset",  # 1, 2, 5, 3: three sequential (5 is skipped), keywords in two
+     full(r"\boxed{3}", "Step 1: We solve.\nStep 2: Therefore.\nStep 5: extra\nStep 3: Done now."), "3",
+     0.7 + F4 + 0.1),
+    ("bracket-and-dot-forms", full(r"\boxed{3}", "[1] We solve.\n2. thus it\nstep3: done now"), "3",
+     0.7 + F4 + 0.1),
+    ("keywords-as-substrings", full(r"\boxed{3}", "Step 1: resolved it\nStep 2: summary here"), "3",
+     0.7 + F4 + 0.05),
 ]
-WRONG = [
-    ("integer", full(r"\boxed{4}"), "3", 0.0),
-    ("fraction", full(r"\boxed{\frac{1}{3}}"), r"\frac{1}{4}", 0.0),
-    ("assignment", full(r"\boxed{k = 4}"), "3", 0.0),
-    ("other-variable", full(r"\boxed{y = 5}"), "x = 5", 0.0),
-    ("sqrt", full(r"\boxed{3\sqrt{2}}"), r"2\sqrt{2}", 0.0),
-    ("five-decimals", full(r"\boxed{0.33333}"), r"\frac{1}{3}", 0.0),
-    ("pi", full(r"\boxed{\pi}"), r"\frac{\pi}{2}", 0.0),
-    ("interval-openness", full(r"\boxed{[2, 5]}"), "[2, 5)", 0.0),
-    ("tuple-order", full(r"\boxed{(\frac{\pi}{2}, 3)}"), r"\left( 3, \frac{\pi}{2} \right)", 0.0),
-    ("decimal-sum-vs-fraction", full(r"\boxed{0.1+0.2}"), r"\frac{3}{10}", 0.0),  # math_verify's verdict
-    ("empty-box", full(r"\boxed{}"), "3", 0.0),
-    ("no-answer", full("I do not know."), "3", 0.0),
-    ("blank-ground-truth", full(r"\boxed{3}"), "  ", 0.0),
-]
-NO_TAGS = [
-    # <think>\n and \n</think>\n once: format 0.1; reasoning 0.1
-    ("think-then-text", f"<think>\n{STEPS}\n</think>\nThe answer is $\\boxed{{3}}$.", "3", 0.9),
-    ("text-only", r"So the answer is $\frac{1}{4}$.", r"\frac{1}{4}", 0.7),
-    ("text-only-boxed", r"We get \boxed{\frac{\pi}{4}}.", r"\frac{\pi}{4}", 0.7),
-    # no </answer>: the whole response is the answer text; three markers: 0.15
-    ("answer-not-closed", f"<think>\n{STEPS}\n</think>\n<answer>\n\\boxed{{3}}", "3", 0.95),
-    ("text-only-wrong", r"So the answer is $\frac{1}{3}$.", r"\frac{1}{4}", 0.0),
-]
-TAG_COUNTS = [
-    ("think-open-twice", f"<think>\n<think>\n{STEPS}\n</think>\n<answer>\n\\boxed{{3}}\n</answer>", "3", 0.95),
-    ("answer-close-twice", full(r"\boxed{3}") + "\n</answer>", "3", 0.95),
-    ("think-close-missing", f"<think>\n{STEPS}\n<answer>\n\\boxed{{3}}\n</answer>", "3", 0.85),
-    ("no-newlines-around-tags", f"<think>{STEPS}</think><answer>\\boxed{{3}}</answer>", "3", 0.8),
-]
-ORDER = [
-    # answer block first: "<think>\n" comes after "\n</answer>": format 0; reasoning 0.1
-    ("answer-before-think", f"<answer>\n\\boxed{{3}}\n</answer>\n<think>\n{STEPS}\n</think>\n", "3", 0.8),
-    ("think-close-before-open", f"\n</think>\n<think>\n{STEPS}\n<answer>\n\\boxed{{3}}\n</answer>", "3", 0.7),
-]
-STRAY = [
-    ("50-before", "x" * 50 + full(r"\boxed{3}"), "3", 0.95),
-    ("500-before-capped", "x" * 500 + full(r"\boxed{3}"), "3", 0.9),
-    ("30-after", full(r"\boxed{3}") + "y" * 30, "3", 0.97),
-    ("500-before-500-after", "x" * 500 + full(r"\boxed{3}") + "y" * 500, "3", 0.8),
-    ("whitespace-only", " \n\t " + full(r"\boxed{3}") + "\n\n ", "3", 1.0),
-    ("spaces-inside-count", "a b c" + full(r"\boxed{3}"), "3", 0.995),
-    # one marker (0.05) - 0.1 before -> format max(0, -0.05) = 0; reasoning 0.1
-    ("penalty-below-zero", "y" * 200 + f"<think>\n{STEPS}\n</think>The answer is \\boxed{{3}}", "3", 0.8),
-]
-REASONING = [
-    ("step-colon", full(r"\boxed{3}", STEPS), "3", 1.0),
-    ("number-dot", full(r"\boxed{3}", "1. We solve it.\n2. Simplify.\n3. Therefore 3."), "3", 1.0),
-    ("parenthesized", full(r"\boxed{3}", "(1) We solve it.\n(2) Simplify.\n(3) Thus 3."), "3", 1.0),
-    ("indented-lowercase", full(r"\boxed{3}", "  step 1: solve\n  step 2: sum up\n  step 3: done"), "3", 1.0),
-    ("starts-at-2", full(r"\boxed{3}", "Step 2: solve\nStep 3: therefore\nStep 4: thus"), "3", 0.9),
-    ("gap-after-2", full(r"\boxed{3}", "Step 1: We solve it.\nStep 2: Therefore x.\nStep 4: Thus done."), "3", 0.95),
-    ("3-steps-1-keyword", full(r"\boxed{3}", "Step 1: We solve it.\nStep 2: Simplify.\nStep 3: Done."), "3", 0.95),
-    ("2-steps-1-keyword", full(r"\boxed{3}", "Step 1: Simplify.\nStep 2: Therefore 3."), "3", 0.95),
-    ("2-steps-0-keywords", full(r"\boxed{3}", "Step 1: Simplify.\nStep 2: Done."), "3", 0.9),
-    ("1-step-keyword", full(r"\boxed{3}", "Step 1: We solve the equation, therefore 3."), "3", 0.9),
-    ("4-steps-0-keywords", full(r"\boxed{3}", "1. a\n2. b\n3. c\n4. d"), "3", 0.9),
-    ("word-stems", full(r"\boxed{3}", "Step 1: Solving.\nStep 2: Summing up.\nStep 3: ok"), "3", 1.0),
-    ("assume-is-not-sum", full(r"\boxed{3}", "Step 1: Assume x.\nStep 2: Assume y.\nStep 3: Assume z."), "3", 0.9),
-    ("decimal-is-not-a-step",
-     full(r"\boxed{3}", "Step 1: solve.\n3.5 is half of 7.\nStep 2: therefore.\nStep 3: thus"), "3", 1.0),
-    ("multiline-steps", full(r"\boxed{3}", "Step 1:\nWe solve it.\nStep 2:\nThus 3.\nStep 3:\nDone."), "3", 1.0),
-    ("steps-outside-think", f"<think>\nok\n</think>\n<answer>\n{STEPS}\n\\boxed{{3}}\n</answer>", "3", 0.9),
-    ("restarted-numbering", full(r"\boxed{3}", "1. solve\n2. thus\n1. a\n2. b\n3. c"), "3", 0.95),
-]
-INVALID = [
-    ("empty-string", "", "3", 0.0),
-    ("none-response", None, "3", 0.0),
-    ("none-ground-truth", full(r"\boxed{3}"), None, 0.0),
-    ("bytes-response", full(r"\boxed{3}").encode(), "3", 0.0),
-]
-BIG = "Some words about the problem, repeated. " * 26_000  # about 1 MB
-LARGE = [
-    ("1MB-think", full(r"\boxed{3}", STEPS + "\n" + BIG), "3", 1.0),
-    ("1MB-untagged", BIG + r"\boxed{3}", "3", 0.0),  # the answer text is over 20,000 characters
-    ("answer-text-20000", "<answer>" + r"\boxed{3}" + " " * (20_000 - 9) + "</answer>", "3", 0.7),
-    ("answer-text-20001", "<answer>" + r"\boxed{3}" + " " * (20_001 - 9) + "</answer>", "3", 0.0),
-]
-TABLES = {"correct": CORRECTNESS, "wrong": WRONG, "no-tags": NO_TAGS, "tag-counts": TAG_COUNTS, "order": ORDER,
-          "stray": STRAY, "reasoning": REASONING, "invalid": INVALID, "large": LARGE}
-ALL = [pytest.param(r, g, e, id=f"{table}-{name}") for table, rows in TABLES.items() for name, r, g, e in rows]
 HANG = full(r"\boxed{9^{9^{9^{9}}}}")
 
 
@@ -164,107 +101,286 @@ def score(module, response, truth):
     return module.compute_score(data_source="math", solution_str=response, ground_truth=truth, extra_info=None)
 
 
-@pytest.mark.parametrize(("response", "truth", "expected"), ALL)
-def test_fast_scores(response, truth, expected):
-    assert score(reward, response, truth) == pytest.approx(expected, abs=1e-9)
+@pytest.mark.parametrize(("response", "truth", "expected"), [pytest.param(*case[1:], id=case[0]) for case in NAMED])
+def test_named_cases(response, truth, expected):
+    assert score(reference, response, truth) == expected
+    assert score(reward, response, truth) == expected
 
 
-@pytest.mark.parametrize(("response", "truth", "expected"), ALL)
-def test_baseline_scores(response, truth, expected):
-    assert score(baseline, response, truth) == pytest.approx(expected, abs=1e-9)
+# ---------------------------------------------------------------- the generated property test
+
+TRUTHS = [  # (ground truth, right answers, wrong answers)
+    ("3", ["3", "3.0", "x = 3", r"\frac{6}{2}"], ["4", "-3", "33"]),
+    ("-12", ["-12", r"-\frac{24}{2}"], ["12", "-11"]),
+    ("0", ["0", "0.0"], ["1"]),
+    (r"\frac{1}{4}", ["0.25", r"\frac14", r"\dfrac{1}{4}", "1/4"], [r"\frac{1}{3}", "0.2"]),
+    (r"2\sqrt{2}", [r"\sqrt{8}", r"2\sqrt{2}"], [r"3\sqrt{2}", r"\sqrt{2}"]),
+    (r"\frac{\pi}{2}", [r"\frac{\pi}{2}", r"\frac{1}{2}\pi"], [r"\pi"]),
+    ("[2, 5)", ["[2,5)"], ["[2, 5]", "(2, 5)"]),
+    (r"\left( 3, \frac{\pi}{2} \right)", [r"(3, \frac{\pi}{2})", r"(3, \pi/2)"], [r"(\frac{\pi}{2}, 3)"]),
+    (r"\text{Monday}", [r"\text{Monday}"], [r"\text{Tuesday}"]),
+    ("x^2+1", ["1 + x^2", "x^2+1"], ["x^2-1"]),
+    ("5", [r"5\text{ cm}", "5"], ["6"]),
+    ("1000", ["1000", "1,000"], ["100"]),
+]
+KEYWORD_TEXTS = ["We solve the equation for x.", "Calculate the product of the roots.", "Therefore it holds.",
+                 "This is true because x > 0.", "Thus the sum is even.", "Take the derivative.", "Substitute x.",
+                 "The INTEGRAL converges.", "resolve", "Summing all terms."]
+PLAIN_TEXTS = ["Look at the figure.", "Simplify both sides.", "abc", "ok", "Write it down.", "Done here.", "x+1",
+               "Draw a picture of it."]
+STEP_FORMS = ["Step {n}: {t}", "step {n}. {t}", "Step{n}: {t}", "STEP {n}: {t}", "{n}. {t}", "{n}) {t}", "({n}) {t}",
+              "[{n}] {t}", "{n} ) {t}", "  Step {n} : {t}  ", "Step {n}:{t}", "{n}.{t}", "Schritt {n}: {t}",
+              "\tstep {n}: {t}", "Step {n}: {t}\r"]
+STRAY = ["", "", "", " ", "\n", "Sure.", "Let me think about this carefully before answering. ",
+         "x" * 120, "\t\n  ", "é" * 7]
 
 
-def test_fast_equals_baseline_on_every_case():
-    reward.clear_caches()
-    pairs = [(p.values[0], p.values[1]) for p in ALL]
-    assert [score(reward, r, t) for r, t in pairs] == [score(baseline, r, t) for r, t in pairs]
+def steps_block(rng):
+    numbers = rng.choice([[1, 2, 3], [1, 2, 3, 4], [1, 2], [2, 3, 4], [1, 3, 2], [1, 1, 2, 3], [1, 2, 5, 3],
+                          [1], [], [1, 2, 3, 1, 2], [10, 11, 12], [0, 1, 2]])
+    lines = []
+    for n in numbers:
+        text = rng.choice(KEYWORD_TEXTS if rng.random() < 0.5 else PLAIN_TEXTS)
+        lines.append(rng.choice(STEP_FORMS).format(n=n, t=text))
+        if rng.random() < 0.3:
+            lines.append(rng.choice(["", "  ", "Some more words.", "3.5 is half of 7.", "1.5) is not a step"]))
+    return "\n".join(lines)
 
 
-def test_sympy_hang_is_not_correct_and_fast():
+def answer_form(rng, truth, rights, wrongs):
+    value = rng.choice(rights) if rng.random() < 0.6 else rng.choice(wrongs)
+    return rng.choice([
+        r"\boxed{%s}" % value, r"\boxed{%s}" % value, r"\boxed{%s}" % value, "$%s$" % value,
+        "The final answer is $%s$." % value, r"\[ \boxed{%s} \]" % value, value, "answer: $%s$" % value,
+        r"\boxed{%s} and \boxed{%s}" % (value, rng.choice(wrongs)), r"\boxed{ %s }" % value,
+        r"x = \boxed{%s}." % value, r"\fbox{%s}" % value, r"\boxed{%s}%%" % value,
+    ])
+
+
+def response(rng):
+    truth, rights, wrongs = rng.choice(TRUTHS)
+    think = steps_block(rng)
+    answer = answer_form(rng, truth, rights, wrongs)
+    if rng.random() < 0.2:  # the answer inside the reasoning too, or only there
+        think += "\n" + answer_form(rng, truth, rights, wrongs)
+        if rng.random() < 0.5:
+            answer = rng.choice(["see above", "", "x is it"])
+    tags = rng.choice([
+        ("<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>"), ("<think>\n", "\n</think>\n", "<answer>\n",
+                                                                    "\n</answer>"),
+        ("<think>", "</think>", "<answer>", "</answer>"), ("<think>\n", "\n</think>\n", "", ""),
+        ("", "", "<answer>\n", "\n</answer>"), ("<think>\n", "", "<answer>\n", "\n</answer>"),
+        ("<think>\n", "\n</think>\n", "<answer>\n", ""), ("<THINK>\n", "\n</THINK>\n", "<answer>\n", "\n</answer>"),
+        ("<think>\n<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>\n</answer>"),
+    ])
+    parts = [tags[0] + think + tags[1], tags[2] + answer + tags[3]]
+    order = rng.random()
+    if order < 0.1:
+        parts.reverse()
+    elif order < 0.15:
+        parts = ["\n</think>\n" + parts[0], parts[1]]
+    elif order < 0.2:
+        parts = [parts[0], parts[1] + "\n</think>\n"]
+    text = rng.choice(STRAY) + "\n".join(parts) + rng.choice(STRAY)
+    if rng.random() < 0.03:
+        text = text.replace("\n", "\r\n")
+    return text, truth
+
+
+def generated(count, seed):
+    rng = random.Random(seed)
+    return [response(rng) for _ in range(count)]
+
+
+def test_equal_to_the_reference_on_20000_generated_responses():
+    cases = generated(20_000, seed=15)
+    ours = reward.compute_score_batch(["math"] * len(cases), [c[0] for c in cases], [c[1] for c in cases])
+    theirs = [score(reference, text, truth) for text, truth in cases]
+    differ = [(cases[i], ours[i], theirs[i]) for i in range(len(cases)) if ours[i] != theirs[i]]
+    assert differ == []
+    # the test reaches every part of the rules: correct and not, every format and reasoning level
+    assert sum(t > 0 for t in theirs) > 4000 and sum(t == 0 for t in theirs) > 4000
+    formats = {reference.format_score(text) for text, _ in cases}
+    reasons = {reference.reasoning_score(text) for text, _ in cases}
+    assert {0.0, F1, F2, F3, F4} <= formats and len(formats) > 10
+    assert reasons == {0.0, 0.05, 0.1}
+
+
+def test_format_and_reasoning_equal_the_reference_on_100000_more():
+    """The parts that need no math_verify, on five times as many responses (cheap to run)."""
+    for text, _truth in generated(100_000, seed=16):
+        assert reward.format_score(text) == reference.format_score(text), text
+        assert reward.reasoning_score(text) == reference.reasoning_score(text), text
+
+
+# ---------------------------------------------------------------- each fast path against the reference
+
+
+def numeric_form(rng):
+    k, m, n = rng.randint(1, 9), rng.choice([2, 3, 5, 6, 7, 10]), rng.randint(2, 9)
+    return rng.choice([str(rng.randint(-20, 999)), "0", rf"\frac{{{rng.randint(1, 20)}}}{{{n}}}", rf"{k}\sqrt{{{m}}}",
+                       rf"\frac{{{k}\pi}}{{{n}}}", rf"\frac{{\sqrt{{{m}}}}}{{{k}}}", rf"-\frac{{{k}}}{{{m}}}",
+                       f"{rng.randint(0, 9)}.{rng.randint(0, 99)}", rf"{k}\pi - {m}", rf"\sqrt{{{k * k * m}}}",
+                       str(rng.randint(1, 10**9 - 1))])
+
+
+def rewrite(rng, text):
+    return rng.choice([text + "+0", rf"\frac{{2\cdot ({text})}}{{2}}", rf"({text})\cdot 1", f"-(-({text}))",
+                       text.replace(r"\pi", r"\frac{2\pi}{2}"), text, text, text + ".0", "0" + text, " " + text,
+                       text.replace(r"\sqrt{", r"\frac{1}{2}\cdot\sqrt{4\cdot "), text.replace(r"\frac", r"\dfrac"),
+                       str(round(float(eval(text)), rng.choice([2, 5, 6, 7]))) if text.lstrip("-").isdigit() else text,
+                       numeric_form(rng), numeric_form(rng), text + "+1", f"-({text})", text + "+0.001"])
+
+
+def bracketed_form(rng):
+    """A tuple or interval of numbers, as MATH writes them, and its rewrites."""
+    a, b = rng.randint(-9, 5), rng.randint(6, 20)
+    truth, right, wrong = rng.choice([
+        (f"\\left( {a}, \\frac{{\\pi}}{{{b}}} \\right)", f"({a}, \\pi/{b})", f"({a}, \\frac{{\\pi}}{{{b + 1}}})"),
+        (f"[{a}, {b})", f"[{a},{b})", f"[{a}, {b}]"), (f"(-\\infty, {a}]", f"(-\\infty,{a}]", f"(-\\infty, {a})"),
+        (f"({a}, {b})", f"\\left({a}, {b}\\right)", f"({b}, {a})"), (f"({a}, {b}, 1)", f"({a},{b},1)", f"({a}, 1, {b})"),
+        (f"[{b}, {a}]", f"[{b},{a}]", f"({b}, {a})"), (f"({a}, {a})", f"({a},{a})", f"[{a}, {a}]"),
+    ])
+    return truth, rng.choice([right, right, wrong, truth])
+
+
+def numeric_cases(rng, count):
+    """(response, ground truth): plain numbers in the shapes the shortcut takes, and in shapes where math_verify
+    takes another match than the box (the shortcut must leave those alone)."""
+    out = []
+    while len(out) < count:
+        if rng.random() < 0.3:
+            truth, content = bracketed_form(rng)
+        else:
+            truth = numeric_form(rng)
+            content = rewrite(rng, truth)
+        text = rng.choice([full(r"\boxed{%s}" % content), full(r"\boxed{%s}" % content), r"so \boxed{%s}" % content,
+                           r"So the answer is $\boxed{%s}$." % content, full(r"$ \boxed{%s} $" % content),
+                           r"$x$ so \boxed{%s}" % content, r"$\boxed{%s}$ or $1$" % content,
+                           "So the answer is $\n\\boxed{%s}$." % content, r"$$\boxed{%s}$$" % content,
+                           full(content), "The answer is " + content, "Answer: " + content + " [x]",
+                           full(r"\boxed{%s}" % content, STEPS + "\n[note] x"),
+                           full(r"[\boxed{%s}]" % content), full(r"\boxed{%s}" % content) + "}",
+                           full(r"\boxed{%s} percent" % content), "final answer: " + r"\boxed{%s}" % content,
+                           r"\boxed{%s" % content, full(r"\boxed{%s}" % content, r"we know \frac{1}{2}"),
+                           r"\boxed{%s} The final answer is $%d$. I hope" % (content, rng.randint(0, 9)),
+                           r"\boxed{%s} so the final answer is \(%d\)" % (content, rng.randint(0, 9)),
+                           r"$\boxed{%s}$ and $%d$" % (content, rng.randint(0, 9)),
+                           r"\boxed{%s}}" % content, r"x [ \boxed{%s} ] y" % content,
+                           r"\boxed{%s} \[ \boxed{%d} \]" % (content, rng.randint(0, 9)),
+                           "\\boxed{%s}\nso the final answer is [ %d ] I hope" % (content, rng.randint(0, 9))])
+        out.append((text, rng.choice([truth, truth, truth, truth + " ", "+" + truth])))
+    return out
+
+
+def test_the_numeric_shortcut_agrees_with_the_reference_where_it_decides():
+    decided = {True: 0, False: 0}
+    for text, truth in numeric_cases(random.Random(3), 6000):
+        verdict = reward._shortcut_verdict(text, truth)
+        if verdict is not None:
+            decided[verdict] += 1
+            assert verdict is (reference.correctness(text, truth) == 0.7), (text, truth)
+    assert decided[True] > 800 and decided[False] > 600, decided
+
+
+# (ground truth, boxed answer) pairs near the shortcut's edges: decimals inside expressions, float rounding
+EDGE_PAIRS = [("0.1", r"\frac{1}{10}"), (r"\frac{3}{10}", "0.1+0.2"), ("0.3", "0.1+0.2"), (r"\frac{1}{3}", "0.333333"),
+              (r"\frac{1}{3}", "0.33333"), (r"\frac{1}{3}", "0.3333333"), ("1", r"(\sqrt{2}+1)\cdot(\sqrt{2}-1)"),
+              (r"\sqrt{6}", r"\sqrt{2}\sqrt{3}"), (r"\frac{5\pi}{6}", r"\frac{5}{6}\pi"), ("4", r"\sqrt{2}^{4}"),
+              ("0.0000005", r"\frac{1}{2000000}"), (r"2\frac{1}{2}", "2.5"), (r"\frac{\sqrt{2}}{2}", "0.707107"),
+              ("1000", "1,000"), ("-0", "0"), (r"\frac{1}{\pi}", r"\pi^{-1}"), (r"2^{\frac{1}{2}}", r"\sqrt{2}")]
+
+
+@pytest.mark.parametrize(("truth", "answer"), EDGE_PAIRS)
+def test_the_numeric_shortcut_at_its_edges(truth, answer):
+    text = full(r"\boxed{%s}" % answer)
+    assert reward._shortcut_verdict(text, truth) in (None, reference.correctness(text, truth) == 0.7)
+    assert score(reward, text, truth) == score(reference, text, truth)
+
+
+def test_an_explosive_answer_is_not_correct_at_once_as_in_the_sample():
+    """math_verify spends its 5 s limit comparing a power tower and says no; the helper skips that comparison."""
     start = time.monotonic()
     assert score(reward, HANG, "3") == 0.0
     assert time.monotonic() - start < 2.0
+    assert score(reference, HANG, "3") == 0.0  # the sample: 5 s, then 0
+    # the same tower as the ground truth is compared as usual (its string matches)
+    assert score(reward, HANG, "9^{9^{9^{9}}}") == score(reference, HANG, "9^{9^{9^{9}}}")
+    # unboxed: after "final answer is" math_verify extracts it; as plain text nothing is extracted at all
+    for text in ("<think>\nStep 1: solve it.\n</think>\nThe final answer is $9^{9^{9^{9}}}$.", "So it is 9**9**9."):
+        start = time.monotonic()
+        assert score(reward, text, "3") == 0.0
+        assert time.monotonic() - start < 2.0
+        assert score(reference, text, "3") == 0.0
 
 
-def test_timeout_kills_and_replaces_the_helper(monkeypatch):
-    """An answer the cheap checks cannot judge and math_verify cannot finish: not correct after the limit."""
+@pytest.mark.parametrize("content", [r"9^{9^{9^{9}}}", r"10^{10^{10}}", r"(10^{6})!", r"1000000!", r"2^{3^{4^{5}}}",
+                                     r"(10!)!"])
+def test_explosive_wholes(content):
+    import sympy  # noqa: F401  (the helper's test environment)
+    from math_verify import parse
+
+    parsed = parse(r"\boxed{%s}" % content, extraction_mode="first_match", extraction_config=reference.ANSWER_CONFIG)
+    assert reward._explosive(parsed[0]), parsed
+
+
+@pytest.mark.parametrize("content", [r"2^{10}", r"10^{100}", r"2^{2^{10}}", r"100!", r"3^{3^{3}}", r"x^{10^{10}}",
+                                     r"9^{9^{9^{9}}}-9^{9^{9^{9}}}+3", r"2^{-10^{10}}", r"\frac{1}{10^{10^{10}}}"])
+def test_not_explosive(content):
+    from math_verify import parse
+
+    parsed = parse(r"\boxed{%s}" % content, extraction_mode="first_match", extraction_config=reference.ANSWER_CONFIG)
+    assert not reward._explosive(parsed[0]), parsed
+
+
+# ---------------------------------------------------------------- the deadline, threads, batches, processes
+
+
+def test_deadline_kills_and_replaces_the_helper(monkeypatch):
+    """An answer math_verify cannot finish and no shortcut covers: not correct after the limit."""
     monkeypatch.setenv("GRPO_REWARD_TIMEOUT_S", "0.5")
-    response = full("The answer is 9**9**9")
-    assert reward._cheap_verdict("5", reward.answer_text(response)) is None
+    slow = full(r"\boxed{9^{9^{9^{9}}}-9^{9^{9^{9}}}+3}")
+    assert reward._shortcut_verdict(slow, "5") is None
     start = time.monotonic()
-    assert score(reward, response, "5") == 0.0
+    assert score(reward, slow, "5") == 0.0
     assert time.monotonic() - start < 2.0
-    assert score(reward, full(r"\boxed{2x+1}"), "1+2x") == 1.0  # a new helper answers
+    assert score(reward, full(r"\boxed{2x+1}"), "1+2x") == 0.7 + F4 + 0.1  # a new helper answers
+
+
+def test_batch_with_a_slow_answer_in_the_middle(monkeypatch):
+    monkeypatch.setenv("GRPO_REWARD_TIMEOUT_S", "0.5")
+    texts = [full(r"\boxed{x+%d}" % i) for i in range(6)]
+    texts[2] = full(r"\boxed{9^{9^{9^{9}}}-9^{9^{9^{9}}}+3}")
+    truths = ["x+%d" % i for i in range(6)]
+    scores = reward.compute_score_batch(["m"] * 6, texts, truths)
+    assert scores == [0.7 + F4 + 0.1] * 2 + [0.0] + [0.7 + F4 + 0.1] * 3
 
 
 def test_non_main_thread_gives_the_same_scores():
     cases = [(full(r"\boxed{x^2 - 1}"), "-1+x^2"), (full(r"\boxed{\sqrt{8}}"), r"2\sqrt{2}"), (HANG, "3")]
-    assert reward._cheap_verdict("-1+x^2", reward.answer_text(cases[0][0])) is None  # a helper decides
     results = []
     thread = threading.Thread(target=lambda: results.extend(score(reward, r, t) for r, t in cases))
     thread.start()
     thread.join(timeout=30)
-    assert results == [1.0, 1.0, 0.0]
-    assert results == [score(reward, r, t) for r, t in cases]
+    assert results == [0.7 + F4 + 0.1, 0.7 + F4 + 0.1, 0.0]
+
+
+def test_invalid_inputs_score_zero_and_never_raise():
+    for text, truth in [(None, "3"), (full(r"\boxed{3}"), None), (full(r"\boxed{3}").encode(), "3"), ("", "3"),
+                        (full(r"\boxed{3}"), ["3"])]:
+        assert score(reward, text, truth) == 0.0
 
 
 def test_batch_equals_single_calls():
-    responses = [p.values[0] for p in ALL] + [HANG]
-    truths = [p.values[1] for p in ALL] + ["3"]
-    reward.clear_caches()
-    batch = reward.compute_score_batch(data_sources=["math"] * len(responses), solution_strs=responses,
-                                       ground_truths=truths, extra_infos=[None] * len(responses))
-    reward.clear_caches()
-    assert batch == [score(reward, r, t) for r, t in zip(responses, truths)]
+    cases = generated(300, seed=17) + [(HANG, "3")]
+    batch = reward.compute_score_batch(["m"] * len(cases), [c[0] for c in cases], [c[1] for c in cases])
+    assert batch == [score(reward, text, truth) for text, truth in cases]
 
 
-def test_large_response_is_fast():
-    start = time.monotonic()
-    assert score(reward, full(r"\boxed{3}", STEPS + "\n" + BIG), "3") == 1.0
-    assert score(reward, BIG * 3 + r"\boxed{3}", "3") == 0.0
-    assert time.monotonic() - start < 1.0
-
-
-PATHOLOGICAL = [r"9^{9^{9^{9}}}", r"10^{10^{10}}", r"(10^{6})!", r"1000000!", r"2^{3^{4^{5}}}", r"9**9**9",
-                r"(10!)!", r"x^{10^{10}}"]
-NORMAL_CONTENTS = [r"2^{10}", r"10^{100}", r"2^{2^{10}}", r"100!", r"\frac{10!}{3!7!}", r"e^{x^2+2x+1}",
-                   r"2^{10000000}", r"x^{100}", r"3^{3^{3}}", r"\binom{100}{50}", r"(n+1)!", r"[2, 5)"]
-
-
-@pytest.mark.parametrize("content", PATHOLOGICAL)
-def test_prescreen_flags_pathological(content):
-    assert reward._pathological(content)
-
-
-@pytest.mark.parametrize("content", NORMAL_CONTENTS)
-def test_prescreen_passes_normal(content):
-    assert not reward._pathological(content)
-
-
-def test_prescreen_passes_every_normal_case():
-    for param in ALL:
-        response = param.values[0]
-        if isinstance(response, str):
-            assert not reward._pathological(reward.answer_text(response)[:5000]), param.id
-
-
-# (ground truth, boxed answer, math_verify's verdict): the cheap numeric verdict is this or None.
-NUMERIC_PAIRS = [
-    ("0.1", r"\frac{1}{10}", True), ("-0.1", r"-\frac{1}{10}", True), (r"\frac{3}{10}", "0.1+0.2", False),
-    ("0.3", "0.1+0.2", True), (r"1", r"(\sqrt{2}+1)\cdot(\sqrt{2}-1)", True), (r"\sqrt{6}", r"\sqrt{2}\sqrt{3}", True),
-    (r"\frac{5\pi}{6}", r"\frac{5}{6}\pi", True), (r"\frac{1}{\pi}", r"\pi^{-1}", True), ("4", r"\sqrt{2}^{4}", True),
-    ("0.0000005", r"\frac{1}{2000000}", True), ("[5, 1)", "[6, 2)", True), ("(5, 1)", "(6, 2)", False),
-    ("[2,2]", "2", True), ("(1,2)", "[1,2]", False), ("(2,1)", "(1,2)", False), ("[1, 2, 3]", "[1,2,4]", False),
-    (r"\frac{1}{3}", "0.3333333", True), (r"\frac{\sqrt{2}}{2}", "0.707107", True), ("1000", "1,000", True),
-    (r"2\frac{1}{2}", "2.5", True), ("(2)(3)", "5", True), (r"2^{\frac{1}{2}}", r"\sqrt{2}", True),
-    ("5", "x = 5", True), ("x = 5", "y = 5", False), ("4", "k = 3", False), ("5", "e = 5", True),
-]
-
-
-@pytest.mark.parametrize(("truth", "answer", "verdict"), NUMERIC_PAIRS)
-def test_cheap_numeric_verdict_agrees_with_math_verify(truth, answer, verdict):
-    assert reward._numeric_verdict(truth, answer) in (None, verdict)
-    assert baseline.is_correct(rf"\boxed{{{answer}}}", truth) is verdict
+def test_large_response():
+    big = "Some words about the problem, repeated. " * 26_000  # about 1 MB
+    text = full(r"\boxed{3}", STEPS + "\n" + big)
+    assert score(reward, text, "3") == score(reference, text, "3") == 0.7 + F4 + 0.1
 
 
 def test_helper_processes_end_with_the_interpreter():
@@ -284,41 +400,3 @@ def test_helper_processes_end_with_the_interpreter():
     while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}")
-
-
-def random_forms(rng, count):
-    """(ground truth, answer) pairs of typical numeric answers, their rewritten equivalents and others."""
-    def simple():
-        k, m, n = rng.randint(1, 9), rng.choice([2, 3, 5, 6, 7, 10]), rng.randint(2, 9)
-        return rng.choice([str(rng.randint(-20, 50)), rf"\frac{{{rng.randint(1, 20)}}}{{{n}}}", rf"{k}\sqrt{{{m}}}",
-                           rf"\frac{{{k}\pi}}{{{n}}}", rf"\frac{{\sqrt{{{m}}}}}{{{k}}}", rf"-\frac{{{k}}}{{{m}}}",
-                           f"{rng.randint(0, 9)}.{rng.randint(0, 99)}", rf"{k}\pi - {m}", rf"\sqrt{{{k * k * m}}}"])
-
-    def rewrite(text):
-        return rng.choice([text + "+0", rf"\frac{{2\cdot ({text})}}{{2}}", f"({text})\\cdot 1", f"-(-({text}))",
-                           text.replace(r"\pi", r"\frac{2\pi}{2}"), "x = " + text, text,
-                           text.replace(r"\sqrt{", r"\frac{1}{2}\cdot\sqrt{4\cdot ")])
-
-    pairs = []
-    while len(pairs) < count:
-        truth = simple()
-        if rng.random() < 0.3:
-            opening, closing = rng.choice(["(", "["]), rng.choice([")", "]"])
-            elements = [simple(), simple()]
-            truth = opening + ", ".join(elements) + closing
-            pairs += [(truth, opening + ", ".join(rewrite(e).removeprefix("x = ") for e in elements) + closing),
-                      (truth, "(" + ", ".join(elements) + ")"), (truth, opening + ", ".join(elements[::-1]) + closing)]
-        else:
-            pairs += [(truth, rewrite(truth)), (truth, rewrite(truth)), (truth, simple())]
-    return pairs
-
-
-def test_cheap_numeric_verdict_agrees_with_math_verify_on_random_forms():
-    rng = random.Random(7)
-    decided = 0
-    for truth, answer in random_forms(rng, 150):
-        verdict = reward._numeric_verdict(truth, answer)
-        if verdict is not None:
-            decided += 1
-            assert baseline.is_correct(rf"\boxed{{{answer}}}", truth) is verdict, (truth, answer)
-    assert decided > 100

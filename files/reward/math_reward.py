@@ -1,85 +1,64 @@
-"""GRPO reward for MATH answers: correctness (math_verify), answer format and numbered reasoning.
+"""GRPO reward for MATH answers that scores exactly as the guide's sample (``new_math_reward.py``) does.
 
-verl loads this one file with ``custom_reward_function.path`` (name ``compute_score``; the batch reward
-manager can use ``compute_score_batch``). It imports only the standard library; the symbolic checks run
-math_verify (with sympy and latex2sympy2_extended) in helper processes.
+verl loads this one file with ``custom_reward_function.path`` (name ``compute_score``; the batch reward manager can
+use ``compute_score_batch``). It imports only the standard library; math_verify (with sympy and
+latex2sympy2_extended) runs in helper processes.
 
-Scoring rules
-=============
-``compute_score(data_source, solution_str, ground_truth, extra_info=None)`` returns a float in [0, 1]:
-``round(correctness + format + reasoning, 6)`` when the answer is correct, otherwise 0.0. It never raises:
-a ``solution_str`` that is not a str, or a ``ground_truth`` that is neither a str nor a number, gives 0.0
-(a number is used as ``str(number)``). ``data_source`` and ``extra_info`` are not used.
+Scoring rules (../shared/DOMAIN.md, "The sample's reward, exactly")
+===================================================================
+``compute_score(data_source, solution_str, ground_truth, extra_info=None)``: 0.0 unless the answer is correct,
+else ``(0.7 + format) + reasoning``, added in that order, as the sample adds them (so a perfect response scores
+0.9999999999999999, as in the sample).
 
-Correctness (0.7)
-    Answer text: when the response contains ``</answer>`` with an ``<answer>`` before it, the text between
-    the last ``</answer>`` and the last ``<answer>`` before it; otherwise the whole response. The answer is
-    correct iff the ground truth is not blank, the answer text has at most 20,000 characters
-    (``MAX_ANSWER_CHARS``) and ``verify(gold, answer)`` holds, with
-    ``gold = parse("\\boxed{" + ground_truth + "}", EXTRACTION_CONFIG)`` and
-    ``answer = parse(answer_text, EXTRACTION_CONFIG)``, where ``EXTRACTION_CONFIG`` is
-    ``[LatexExtractionConfig(boxed_match_priority=0, normalization_config=NormalizationConfig(
-    basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all", equations=False)),
-    ExprExtractionConfig()]`` and the other arguments of math_verify 0.9.0's ``parse`` and ``verify`` keep
-    their defaults, except the time limits: a math_verify step that takes too long counts as not correct.
-    Here each step (the ground truth's parse, once per ground truth; an answer's parse plus verify) gets
-    ``GRPO_REWARD_TIMEOUT_S`` seconds of wall time (environment variable, default 1.0); the baseline
-    (benchmarks/reward_baseline.py) keeps math_verify's own 5 s limits.
-    Examples: 0.25 = \\frac{1}{4}, \\dfrac{1}{4} = \\frac14, 2\\sqrt{2} = \\sqrt{8}, x = 3 is 3, 0.333333 = 1/3
-    (floats compare to 6 decimals) but 0.33333 is not.
+Correctness (0.7 or 0)
+    ``gold = parse("$" + ground_truth + "$", extraction_mode="first_match", extraction_config=
+    [LatexExtractionConfig(), ExprExtractionConfig()])``; an empty gold is not correct. The answer is parsed from
+    the whole response (a ``\\boxed{}`` inside ``<think>`` counts) with ``extraction_mode="first_match"`` and
+    ``[LatexExtractionConfig(normalization_config=NormalizationConfig(nits=False, malformed_operators=False,
+    basic_latex=True, boxed="all", units=True), boxed_match_priority=0, try_extract_without_anchor=False)]``;
+    correct when ``float(verify(answer, gold)) >= 0.99`` (the answer first, as the sample calls it).
+Format (at most 0.2)
+    0 when, by ``str.find`` positions of tags that are there, ``</think>`` comes before ``<think>``, ``<answer>``
+    before ``</think>`` or ``</answer>`` before ``<answer>``. Else 0.05 for each of ``"<think>\\n"``,
+    ``"\\n</think>\\n"``, ``"\\n<answer>\\n"``, ``"\\n</answer>"`` that occurs exactly once, minus
+    ``min(0.001 * characters, 0.1)`` for the stripped text before ``<think>`` (when it is found past index 0) and
+    the same for the stripped text after the first ``</answer>``, floored at 0 after each.
+Reasoning (0.1, 0.05 or 0)
+    The text between the first ``<think>`` and the first ``</think>``, stripped, split on ``"\\n"``; each stripped
+    line is matched by the first of ``STEP_PATTERNS`` that matches; it is a step when its stripped text is longer
+    than 3 characters. Sequential steps: those numbered as the next expected number, from 1 (others are skipped,
+    not a reset). Keyword steps: steps whose lower-cased text contains one of ``KEYWORDS``. 3 sequential and 2
+    keyword steps give 0.1; 2 and 1 give 0.05.
 
-Format (0.2)
-    Markers ``"<think>\\n"``, ``"\\n</think>\\n"``, ``"\\n<answer>\\n"``, ``"\\n</answer>"``, counted as
-    non-overlapping occurrences (``str.count``). Each marker that occurs exactly once scores 0.05. The first
-    occurrences of the markers that occur at all must come in that order (think-open, think-close,
-    answer-open, answer-close), otherwise the format score is 0. Stray text: the characters before the
-    first ``<think>`` and those after the last ``</answer>`` (each part with surrounding whitespace
-    stripped) cost 0.001 each, at most 0.1 per part; without ``<think>`` there is no "before" penalty,
-    without ``</answer>`` no "after" penalty. Format score = max(0, marker points - penalties).
+Where this file differs from the sample, on purpose
+    - It never raises: a response that is not a str, or a ground truth that is neither a str nor a number, scores
+      0.0 (the sample raises and stops the training step). A number is used as ``str(number)``, as the sample's
+      f-string does.
+    - A hard deadline per response: a math_verify step that runs past ``GRPO_REWARD_TIMEOUT_S`` seconds (default
+      1.0) of wall time is not correct, and its helper is replaced. The sample's own limit is math_verify's 5 s
+      (signal.alarm, main thread only); the helpers keep those limits inside too, so only an answer that takes
+      between the deadline and 5 s to judge can differ.
 
-Reasoning (0.1)
-    The think block is the text between the first ``<think>`` and the first ``</think>`` after it; without
-    one the reasoning score is 0. Step lines are the lines of the block that match
-    ``^[ \\t]*(?:[Ss]tep[ \\t]+N[ \\t]*:|N\\.(?![0-9])|\\(N\\))`` with N one to nine ASCII digits. A step's
-    text runs from the end of its label to the start of the next step line (or the end of the block).
-    The run: step lines taken in order while their numbers are 1, 2, 3, ...; it ends at the first step line
-    whose number is not the next one (so steps starting at 2 give a run of 0). Keyword steps: steps of the
-    run whose text contains, case-insensitively, a word starting with one of the stems ``solv``,
-    ``equation``, ``calculat``, ``substitut``, ``therefore``, ``because``, ``thus``, ``sum``, ``product``,
-    ``derivative``, ``integral`` (so "solving", "equations", "calculation", "summing" count; "assume" does
-    not). Run >= 3 and keyword steps >= 2 give 0.1; run >= 2 and keyword steps >= 1 give 0.05; else 0.
-
-How it is fast and safe
-=======================
-- math_verify runs in helper processes (``python math_reward.py --worker``, started with subprocess: this
-  works from any thread and whatever name the module was loaded under), up to ``MAX_WORKERS`` (2) for
-  ``compute_score_batch``, with math_verify's own timeouts off (they use ``signal.alarm``, which fails
-  outside the main thread). A request past the deadline, or whose helper dies on it, is not correct; that
-  helper is killed and a new one starts at once. Helpers exit when their parent does (end of input, parent
-  check) and are killed at interpreter exit (``shutdown()``).
-- Verdicts are cached per (ground truth, answer text), so repeated answers in a GRPO group cost one check,
-  and the ground truth's parse outcome per ground truth.
-- Cheap checks first, each used only where it gives math_verify's verdict:
-  - extraction: when the answer text holds exactly one ``\\boxed{...}`` and nothing that could make
-    math_verify extract something else (see ``_single_boxed``), or is only a plain number, math_verify
-    extracts exactly that content; the wrapped ground truth likewise. Otherwise math_verify decides.
-  - identical contents that contain a digit are correct (math_verify compares its own normalized strings).
-  - contents that are plain numbers (integers, decimals, ``\\frac``, ``\\sqrt``, ``\\pi``, + - * / ^,
-    read as latex2sympy reads them, see ``_Reader``), ``x = <number>``, or tuples/intervals of numbers:
-    not correct when a position differs by more than 1e-5 (relative) or two intervals differ in openness;
-    correct when every position has the same exact value in Q(pi, square roots), unless a decimal sits
-    inside an expression (math_verify says 3/10 != 0.1+0.2). In between (e.g. 0.333333 against 1/3)
-    math_verify decides. tests/test_reward.py checks these verdicts against math_verify on random forms.
-  - a boxed content whose evaluation would blow up (power towers such as 9^{9^{9^{9}}}, factorials of more
-    than 10^5) is not correct without asking math_verify, which would only time out on it (``_Bounder``).
-- The answer text is capped at ``MAX_ANSWER_CHARS``; the format and reasoning checks are linear scans.
+How it is fast, without changing a verdict (tests/test_reward.py compares every path with the transcription in
+benchmarks/reward_baseline.py; benchmarks/reward_throughput.py measures each)
+    - Helpers: up to ``MAX_WORKERS`` (2) processes run the sample's own calls; a batch is split among them by
+      ground truth, each streams one verdict per response, and the deadline holds per response.
+    - Inside a helper, ``functools.lru_cache`` on the ground truth's parse (a GRPO group shares one).
+    - A whole answer that is a power tower or factorial of more than 10^6 digits (``_explosive``) cannot equal a
+      ground truth that is not one: its comparisons are skipped (math_verify would spend its 5 s limit on each and
+      say no); the other candidates (the string fallback) are compared as usual.
+    - In this process, a response whose only LaTeX is one ``\\boxed{}`` (``_box_content``: math_verify then
+      extracts exactly that box) holding a plain number (integers, decimals, fractions, square roots, pi, + - * /
+      ^, read as latex2sympy reads them: ``_Reader``), against a ground truth that is a plain number, is judged
+      by the two values (``_numeric_verdict``): not correct when they are more than 1e-5 apart, correct when they
+      are the same exact value (no decimal inside an expression); in between, math_verify decides.
+    - Verdicts are computed once per distinct (ground truth, response) in a batch.
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
-import hashlib
 import logging
 import math
 import os
@@ -91,8 +70,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -100,139 +78,125 @@ from typing import Any, NamedTuple
 logger = logging.getLogger(__name__)
 
 _THIS_FILE = os.path.abspath(__file__)  # now: verl may pass a relative path and the working directory may change
-MAX_ANSWER_CHARS = 20_000
 DEFAULT_TIMEOUT_S = 1.0
 STARTUP_TIMEOUT_S = 120.0
 MAX_WORKERS = 2
 MARKERS = ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>")
-STEP_RE = re.compile(r"^[ \t]*(?:[Ss]tep[ \t]+([0-9]{1,9})[ \t]*:|([0-9]{1,9})\.(?![0-9])|\(([0-9]{1,9})\))", re.M)
-KEYWORD_RE = re.compile(
-    r"\b(?:solv|equation|calculat|substitut|therefore|because|thus|sum|product|derivative|integral)", re.I
-)
+STEP_PATTERNS = tuple(re.compile(pattern) for pattern in (
+    r"^(?:step\s*|step|Step\s*|Step)\s*([1-9]\d*)\s*[\:\.]\s*(.+)$",
+    r"^([1-9]\d*)\s*[\.\)]\s*(.+)$",
+    r"^[\(\[]?\s*([1-9]\d*)\s*[\)\]]\s*(.+)$",
+))
+KEYWORDS = ("solve", "equation", "calculate", "substitute", "therefore", "because", "thus", "sum", "product",
+            "derivative", "integral")
 
 
 # ---------------------------------------------------------------- the rules that need no math_verify
 
 
-def answer_text(response: str) -> str:
-    close = response.rfind("</answer>")
-    start = response.rfind("<answer>", 0, close) if close >= 0 else -1
-    return response[start + len("<answer>"):close] if start >= 0 else response
-
-
 def format_score(response: str) -> float:
-    counts = [response.count(marker) for marker in MARKERS]
-    firsts = [response.find(marker) for marker, count in zip(MARKERS, counts) if count]
-    if any(a > b for a, b in zip(firsts, firsts[1:])):
+    think_open = response.find("<think>")
+    think_close = response.find("</think>")
+    answer_open = response.find("<answer>")
+    answer_close = response.find("</answer>")
+    if ((think_open != -1 and think_close != -1 and think_close < think_open)
+            or (think_close != -1 and answer_open != -1 and answer_open < think_close)
+            or (answer_open != -1 and answer_close != -1 and answer_close < answer_open)):
         return 0.0
-    score = 0.05 * counts.count(1)
-    think = response.find("<think>")
-    if think >= 0:
-        score -= min(0.1, 0.001 * len(response[:think].strip()))
-    close = response.rfind("</answer>")
-    if close >= 0:
-        score -= min(0.1, 0.001 * len(response[close + len("</answer>"):].strip()))
-    return max(0.0, score)
+    score = 0.0
+    for marker in MARKERS:
+        if response.count(marker) == 1:
+            score += 0.05
+    if think_open > 0:
+        before = response[:think_open].strip()
+        if before:
+            score = max(score - min(len(before) * 0.001, 0.1), 0)
+    if answer_close != -1:
+        after = response[answer_close + len("</answer>"):].strip()
+        if after:
+            score = max(score - min(len(after) * 0.001, 0.1), 0)
+    return score
 
 
 def reasoning_score(response: str) -> float:
-    start = response.find("<think>")
-    end = response.find("</think>", start + len("<think>")) if start >= 0 else -1
-    if end < 0:
+    think_open = response.find("<think>")
+    think_close = response.find("</think>")
+    if think_open == -1 or think_close == -1:
         return 0.0
-    block = response[start + len("<think>"):end]
-    steps = list(STEP_RE.finditer(block))
-    run = keyword_steps = 0
-    for i, step in enumerate(steps):
-        if int(step.group(1) or step.group(2) or step.group(3)) != run + 1:
+    sequential, keyword_steps = 0, 0
+    for line in response[think_open + len("<think>"):think_close].strip().split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        for pattern in STEP_PATTERNS:
+            found = pattern.match(line)
+            if found is None:
+                continue
+            text = found.group(2).strip()
+            if len(text) > 3:
+                if int(found.group(1)) == sequential + 1:
+                    sequential += 1
+                lowered = text.lower()
+                if any(word in lowered for word in KEYWORDS):
+                    keyword_steps += 1
             break
-        run += 1
-        if KEYWORD_RE.search(block, step.end(), steps[i + 1].start() if i + 1 < len(steps) else len(block)):
-            keyword_steps += 1
-    if run >= 3 and keyword_steps >= 2:
+    if sequential >= 3 and keyword_steps >= 2:
         return 0.1
-    if run >= 2 and keyword_steps >= 1:
+    if sequential >= 2 and keyword_steps >= 1:
         return 0.05
     return 0.0
 
 
-# ---------------------------------------------------------------- caches
+def _total(response: str, correct: bool) -> float:
+    if not correct:
+        return 0.0
+    return 0.7 + format_score(response) + reasoning_score(response)
 
 
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
+# ---------------------------------------------------------------- the verdicts judged here
 
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+# What could give math_verify another priority-0 match than the plain \boxed{...} one, or a match ending
+# further right: a math environment ($, \[, \(), a "final answer" phrase.
+_OTHER_LATEX_RE = re.compile(r"\$|\\\[|\\\(|(?i:final answer)")
+# What every pattern of the answer's extraction needs one of: a box, a math environment ($, \[, \(, [...]) or a
+# bare \frac (math_verify's latexFraction pattern).
+_EXTRACTABLE_RE = re.compile(r"\\boxed|\$|\\\[|\\\(|\[|frac")
 
 
-_verdicts = _LRU(200_000)  # key digest -> bool
-_golds = _LRU(20_000)  # ground truth -> "ok" | "empty" | "timeout"
+def _box_content(response: str) -> str | None:
+    """What math_verify extracts from the response when that is certain: the content of its only ``\boxed{}``
+    when the response has no other LaTeX, or only a ``$...$`` around that box on its line (else None).
 
-
-def clear_caches() -> None:
-    """Forget cached verdicts and ground truth outcomes (for benchmarks and tests)."""
-    _verdicts.clear()
-    _golds.clear()
-
-
-def _key(ground_truth: str, text: str) -> bytes:
-    data = (ground_truth + "\0" + text).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-# ---------------------------------------------------------------- cheap verdicts
-
-
-# Anything that could make one of math_verify's priority-0 patterns extract something other than the boxed
-# content: another box, a "final answer is ... I hope" phrase, a percent suffix after a math environment.
-_UNSAFE_TEXT_RE = re.compile(r"\\fbox|final answer|percent|pct|%", re.I)
-# What the boxed content must not contain so that every math environment holding the box holds all of it.
-_UNSAFE_CONTENT_RE = re.compile(r"[$\n]|\\\)|\\\]")
-
-
-_PLAIN_NUMBER_RE = re.compile(r"\s*(-?(?:0|[1-9][0-9]{0,9})(?:\.[0-9]{1,9})?)\s*")
-
-
-def _single_boxed(text: str) -> str | None:
-    """math_verify's priority-0 extraction when it is certainly the one boxed content, else None.
-
-    With exactly one ``\\boxed{`` (and no other ``\\boxed``/``\\fbox``), every priority-0 match of
-    math_verify (the plain ``\\boxed{.+}`` and the math environments that contain the box) normalizes to
-    the same box content, provided the content has no character that ends an environment early.
+    Then math_verify's priority-0 matches are ``\boxed{.+}`` (greedy: it runs to the last ``}``, which is the
+    box's own, as nothing follows it) and at most that ``$ \boxed{...} $`` environment; the inline-bracket
+    environment cannot match (no ``[`` before the box on its line); each normalizes to the box's content.
     """
-    start = text.find("\\boxed{")
-    if start < 0 or text.count("\\boxed") != 1 or _UNSAFE_TEXT_RE.search(text):
+    start = response.find("\\boxed{")
+    if start < 0 or response.count("\\boxed") != 1:
+        return None
+    line_start = response.rfind("\n", 0, start) + 1
+    if "[" in response[line_start:start]:
         return None
     depth = 0
-    for i in range(start + len("\\boxed"), len(text)):
-        char = text[i]
+    for index in range(start + len("\\boxed"), len(response)):
+        char = response[index]
         if char == "{":
             depth += 1
         elif char == "}":
             depth -= 1
             if depth == 0:
-                content = text[start + len("\\boxed{"):i].strip()
-                return None if _UNSAFE_CONTENT_RE.search(content) else content
-    return None
+                break
+    else:
+        return None
+    if "}" in response[index + 1:]:
+        return None
+    content = response[start + len("\\boxed{"):index]
+    if response.count("$") == 2 and "\n" not in content:
+        opening, closing = response.find("$"), response.rfind("$")
+        if (line_start <= opening < start and not response[opening + 1:start].strip()
+                and index < closing and not response[index + 1:closing].strip()):
+            return None if _OTHER_LATEX_RE.search(response.replace("$", "")) else content
+    return None if _OTHER_LATEX_RE.search(response) else content
 
 
 class _Undecided(Exception):
@@ -253,7 +217,6 @@ class _Answer(NamedTuple):
     brackets: str  # "" for a number, else the opening and closing bracket characters, e.g. "[)"
     values: tuple[_Value, ...]
     exact_ok: bool  # no decimal number inside an expression: equal values are then equal for math_verify
-    assigned: bool  # written as "x = <number>"
 
 
 _LIMIT = 1e9
@@ -265,7 +228,7 @@ _ONE: Terms = {(0, 1): Fraction(1)}
 _TOKEN_RE = re.compile(
     r"\s*(?:"
     r"(?P<num>(?:0|[1-9][0-9]{0,9})(?:\.[0-9]{1,9})?)(?![0-9.])"
-    r"|(?P<frac>\\[dtc]?frac)(?![a-zA-Z])(?:[0-9]{2}(?![0-9]))?"
+    r"|(?P<frac>\\[dtc]?frac)(?![a-zA-Z])"
     r"|(?P<sqrt>\\sqrt)(?=\{)"
     r"|(?P<pi>\\pi)(?![a-zA-Z])"
     r"|(?P<infty>\\infty)(?![a-zA-Z])"
@@ -386,12 +349,10 @@ def _power(base: _Value, exponent: _Value) -> _Value:
 class _Reader:
     """Reads a plain numeric LaTeX answer the way latex2sympy does, or raises _Undecided.
 
-    answer = [letter "="] number | open element ("," element)+ close, with letter one of a-z but e and i,
-    open one of ( [ \\left( \\left[ and close one of ) ] \\right) \\right]; element = ["-"|"+"] \\infty | number.
     number = term {("+"|"-") term}; term = unary {("\\cdot"|"\\times"|"/") unary};
     unary = "-" unary | factor {factor that starts with \\sqrt or \\pi};
     factor = atom ["^" (digit | "{" number "}")];
-    atom = decimal | \\pi | \\sqrt{number} | \\frac{number}{number} | \\frac<digit><digit> | "(" number ")".
+    atom = decimal | \\pi | \\sqrt{number} | \\frac{number}{number} | "(" number ")".
     Juxtaposed numbers, fractions or parentheses are refused: latex2sympy reads "2\\frac{1}{2}" as a mixed
     number, "1 2" as 3 and "(2)(3)" as 5.
     """
@@ -421,12 +382,6 @@ class _Reader:
         return token_text
 
     def answer(self) -> _Answer:
-        if self.peek()[0] == "var":
-            self.pos += 1
-            self.take("op", "=")
-            value, ok = self.element()
-            self.take("end")
-            return _Answer("", (value,), ok, True)
         if self.peek()[0] == "open":
             opening = self.take("open")
             elements = [self.element()]
@@ -437,14 +392,15 @@ class _Reader:
                 closing = self.take("close")
                 self.take("end")
                 return _Answer(opening[-1] + closing[-1], tuple(value for value, _ in elements),
-                               all(ok for _, ok in elements), False)
+                               all(ok for _, ok in elements))
             self.pos = 0
         value, ok = self.element()
         self.take("end")
-        return _Answer("", (value,), ok, False)
+        return _Answer("", (value,), ok)
 
     def element(self) -> tuple[_Value, bool]:
-        """A number, or a signed infinity, and whether equal values mean equal for math_verify."""
+        """A number, or a signed infinity, and whether equal values mean equal for math_verify (no decimal inside
+        an expression: math_verify says 3/10 != 0.1+0.2)."""
         if self.peek()[0] == "infty" or (self.peek()[0] == "op" and self.peek()[1] in "+-"
                                          and self.peek(1)[0] == "infty"):
             sign = -1.0 if self.peek() == ("op", "-") else 1.0
@@ -508,12 +464,7 @@ class _Reader:
             return _Value({(1, 1): Fraction(1)}, math.pi)
         if kind == "sqrt":
             return _sqrt(self.braced())
-        if kind == "frac":
-            if text[-1].isdigit():
-                return _divide(_checked({(0, 1): Fraction(int(text[-2]))} if text[-2] != "0" else {},
-                                        float(text[-2])),
-                               _checked({(0, 1): Fraction(int(text[-1]))} if text[-1] != "0" else {},
-                                        float(text[-1])))
+        if kind == "frac":  # \frac12 is not read: the answer's normalization leaves it (malformed_operators=False)
             return _divide(self.braced(), self.braced())
         if kind == "open" and text[-1] == "(":
             inner = self.number()
@@ -545,6 +496,12 @@ def _far(a: _Value, b: _Value) -> bool:
     return abs(a.approx - b.approx) > 1e-5 * max(1.0, abs(a.approx), abs(b.approx))
 
 
+def _equal(a: _Value, b: _Value) -> bool:
+    if math.isinf(a.approx) or math.isinf(b.approx):
+        return a.approx == b.approx
+    return a.terms is not None and a.terms == b.terms
+
+
 def _shape(answer: _Answer) -> str | None:
     """What latex2sympy makes of the answer: "number", "tuple", "interval", or None when not certain.
 
@@ -572,23 +529,14 @@ def _openness(answer: _Answer) -> tuple[bool, bool]:
     return answer.brackets[0] == "(" or math.isinf(start.approx), answer.brackets[1] == ")" or math.isinf(end.approx)
 
 
-def _equal(a: _Value, b: _Value) -> bool:
-    if math.isinf(a.approx) or math.isinf(b.approx):
-        return a.approx == b.approx
-    return a.terms is not None and a.terms == b.terms
-
-
-def _numeric_verdict(gold_text: str, answer_text: str) -> bool | None:
-    """math_verify's verdict on two plain numeric answers (see _Reader) when it is certain, else None.
-
-    math_verify compares "x = 5" with 5 by its right side (not two such equations: x = 5 is not y = 5).
-    Numbers, tuples and intervals compare position by position. Not correct: some position holds values
-    more than 1e-5 (relative) apart, or two intervals differ in openness. Correct: each position holds
-    the same exact value, with no decimal inside an expression (math_verify says 3/10 != 0.1+0.2 but
-    0.3 == 0.1+0.2), and both are numbers, tuples, or intervals of the same openness.
-    """
-    gold, answer = _read(gold_text), _read(answer_text)
-    if gold is None or answer is None or len(gold.values) != len(answer.values) or gold.assigned and answer.assigned:
+def _numeric_verdict(ground_truth: str, content: str) -> bool | None:
+    """math_verify's verdict on a plain numeric ground truth and answer (see _Reader: numbers, tuples and
+    intervals of numbers) when it is certain, else None. They compare position by position. Not correct: some
+    position holds values more than 1e-5 (relative) apart (math_verify compares floats to 6 decimals), or two
+    intervals differ in openness. Correct: each position holds the same exact value, with no decimal inside an
+    expression, and both are numbers, tuples, or intervals of the same openness."""
+    gold, answer = _read(ground_truth), _read(content)
+    if gold is None or answer is None or len(gold.values) != len(answer.values):
         return None
     shapes = {_shape(gold), _shape(answer)}
     if None in shapes or ("number" in shapes and len(shapes) > 1):
@@ -603,121 +551,14 @@ def _numeric_verdict(gold_text: str, answer_text: str) -> bool | None:
     return None
 
 
-# Upper bounds, in decimal digits (log10), of what sympy would have to compute.
-_MAX_POWER_DIGITS = 1e7  # 2^(10^7) still verifies in 0.2 s; 9^(9^9) has 3.7e8 digits
-_MAX_FACTORIAL_LOG = 5.0  # 10^5! verifies in 0.15 s; 10^6! does not finish in 5 s
-_MAX_DEPTH = 100
-# A number, a sizing command (dropped), or another command or character.
-_BOUND_TOKEN_RE = re.compile(
-    r"\s*(?:([0-9]+(?:\.[0-9]*)?)|\\(?:left|right|[bB]igg?[lr]?)(?![a-zA-Z])|(\\[a-zA-Z]+|\S))"
-)
-_SEPARATORS = frozenset("+-=,;<>")
-
-
-class _Bounder:
-    """Upper bounds of log10 |value| of the parts of any LaTeX text, to find powers and factorials too big.
-
-    Unknown symbols and commands count as 1, a product as the sum of its factors' bounds, a sum as its
-    largest term plus log10(number of terms), ``a^b`` (right-associative, also Python's ``**``) as
-    ``max(a, log10 2) * 10^b`` and ``n!`` as ``10^n * n``. ``pathological`` is set when a power would have
-    more than _MAX_POWER_DIGITS digits or a factorial's argument exceeds 10^_MAX_FACTORIAL_LOG.
-    """
-
-    OPENERS = frozenset("{([")
-    CLOSERS = frozenset("})]")
-
-    def __init__(self, text: str) -> None:
-        self.tokens = [token for match in _BOUND_TOKEN_RE.finditer(text) if (token := match.group(1) or match.group(2))]
-        self.pos = 0
-        self.pathological = False
-
-    def peek(self, offset: int = 0) -> str:
-        index = self.pos + offset
-        return self.tokens[index] if index < len(self.tokens) else ""
-
-    def group(self, depth: int) -> float:
-        """Bound of the tokens up to the closer of the current group (any closer; the end at depth 0)."""
-        if depth > _MAX_DEPTH:
-            raise RecursionError
-        largest = product = 0.0
-        terms = 1
-        while self.pos < len(self.tokens):
-            token = self.peek()
-            if token in self.CLOSERS:
-                self.pos += 1
-                if depth:
-                    break
-            elif token in _SEPARATORS:
-                self.pos += 1
-                largest, product, terms = max(largest, product), 0.0, terms + 1
-            else:
-                product += self.postfix(depth)
-        return max(largest, product) + math.log10(terms)
-
-    def postfix(self, depth: int) -> float:
-        bound = self.atom(depth)
-        while True:
-            if self.peek() == "!":
-                self.pos += 1
-                if bound > _MAX_FACTORIAL_LOG:
-                    self.pathological = True
-                bound = 10.0 ** min(bound, 300.0) * max(bound, 1.0)
-            elif self.peek() == "^" or (self.peek() == "*" and self.peek(1) == "*"):
-                self.pos += 1 if self.peek() == "^" else 2
-                digits = max(bound, math.log10(2)) * 10.0 ** min(self.postfix(depth), 300.0)
-                if digits > _MAX_POWER_DIGITS:
-                    self.pathological = True
-                bound = digits
-            else:
-                return bound
-
-    def atom(self, depth: int) -> float:
-        token = self.peek()
-        if not token or token in self.CLOSERS or token in _SEPARATORS:
-            return 0.0
-        self.pos += 1
-        if token[0].isdigit():
-            whole = token.partition(".")[0].lstrip("0")
-            return len(whole) - 1.0 if len(whole) > 15 else math.log10(max(float(token), 1.0))
-        if token in self.OPENERS:
-            return self.group(depth + 1)
-        return 0.0
-
-
-def _pathological(content: str) -> bool:
-    """True when math_verify would try to build a number too large to finish (see _Bounder)."""
-    bounder = _Bounder(content)
-    try:
-        bounder.group(0)
-    except RecursionError:
+def _shortcut_verdict(response: str, ground_truth: str) -> bool | None:
+    """The verdict without math_verify, when it is certain, else None: not correct when nothing in the response
+    can be extracted (no box, no math environment, no fraction); else by the numbers (see _box_content and
+    _numeric_verdict)."""
+    if not _EXTRACTABLE_RE.search(response):
         return False
-    return bounder.pathological
-
-
-def _extracted(text: str) -> str | None:
-    """What math_verify extracts from the answer text, when that is certain (else None).
-
-    A single box (see _single_boxed), or a text that is only a plain number: then math_verify's first
-    extraction that can match is its number pattern, which takes the whole number.
-    """
-    plain = _PLAIN_NUMBER_RE.fullmatch(text)
-    return plain.group(1) if plain else _single_boxed(text)
-
-
-def _cheap_verdict(ground_truth: str, text: str) -> bool | None:
-    content = _extracted(text)
-    if content is None:
-        return None
-    gold = _single_boxed("\\boxed{" + ground_truth + "}")
-    if gold is not None and gold == content and any(char.isdigit() for char in gold):
-        return True
-    if gold is not None:
-        verdict = _numeric_verdict(gold, content)
-        if verdict is not None:
-            return verdict
-    if _pathological(content):
-        return False
-    return None
+    content = _box_content(response)
+    return None if content is None else _numeric_verdict(ground_truth, content)
 
 
 # ---------------------------------------------------------------- math_verify in helper processes
@@ -785,22 +626,32 @@ class _Worker:
         (size,) = struct.unpack("!I", self._read(4, deadline))
         return pickle.loads(self._read(size, deadline))
 
-    def request(self, message: tuple, timeout: float) -> Any:
-        """The reply, or raise _Timeout (the helper is then replaced) or EOFError/OSError (dead helper)."""
-        if self.proc.poll() is not None:  # died since the last request (killed from outside)
-            self.restart()
-        if not self.ready:
-            if self._receive(time.monotonic() + STARTUP_TIMEOUT_S) != "ready":
-                raise EOFError("reward helper process did not start")
-            self.ready = True
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self.proc.stdin.write(struct.pack("!I", len(payload)) + payload)
-        self.proc.stdin.flush()
-        try:
-            return self._receive(time.monotonic() + timeout)
-        except _Timeout:
-            self.restart()
-            raise
+    def judge(self, pairs: list[tuple[str, str]], timeout: float) -> list[bool]:
+        """One verdict per (ground truth, response), each within ``timeout`` seconds of the one before: a response
+        past it is not correct, the helper is replaced and the rest go to the new one."""
+        verdicts: list[bool] = []
+        while len(verdicts) < len(pairs):
+            if self.proc.poll() is not None:  # died since the last request (killed from outside)
+                self.restart()
+            try:
+                if not self.ready:
+                    if self._receive(time.monotonic() + STARTUP_TIMEOUT_S) != "ready":
+                        raise EOFError("reward helper process did not start")
+                    self.ready = True
+                payload = pickle.dumps(pairs[len(verdicts):], protocol=pickle.HIGHEST_PROTOCOL)
+                self.proc.stdin.write(struct.pack("!I", len(payload)) + payload)
+                self.proc.stdin.flush()
+                while len(verdicts) < len(pairs):
+                    verdicts.append(bool(self._receive(time.monotonic() + timeout)))
+            except _Timeout:
+                logger.debug("math_verify passed the %.1f s limit on %r", timeout, pairs[len(verdicts)])
+                verdicts.append(False)
+                self.restart()
+            except (EOFError, OSError, pickle.UnpicklingError, struct.error):
+                logger.warning("reward helper process failed; starting a new one", exc_info=True)
+                verdicts.append(False)
+                self.restart()
+        return verdicts
 
 
 class _Pool:
@@ -812,9 +663,9 @@ class _Pool:
         self.all: list[_Worker] = []
         self.condition = threading.Condition()
 
-    def acquire(self, limit: int) -> _Worker:
+    def acquire(self) -> _Worker:
         with self.condition:
-            while not self.idle and len(self.all) >= limit:
+            while not self.idle and len(self.all) >= MAX_WORKERS:
                 self.condition.wait()
             if self.idle:
                 return self.idle.pop()
@@ -857,125 +708,104 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def _ask(message: tuple, limit: int) -> Any:
-    """Send a request to a helper; None when it timed out or the helper died."""
+def _judge(pairs: list[tuple[str, str]]) -> list[bool]:
     pool = _get_pool()
-    worker = pool.acquire(limit)
+    worker = pool.acquire()
     try:
-        return worker.request(message, _timeout_s())
-    except _Timeout:
-        logger.debug("math_verify passed the %.1f s limit on %r", _timeout_s(), message[1:])
-        return None
-    except (EOFError, OSError, pickle.UnpicklingError, struct.error):
-        logger.warning("reward helper process failed; starting a new one", exc_info=True)
-        worker.restart()
-        return None
+        return worker.judge(pairs, _timeout_s())
     finally:
         pool.release(worker)
-
-
-def _gold_status(ground_truth: str, limit: int) -> str:
-    """How math_verify parsed the ground truth: "ok", "empty" (nothing to compare) or "timeout"."""
-    status = _golds.get(ground_truth)
-    if status is None:
-        status = _ask(("gold", ground_truth), limit) or "timeout"
-        _golds.put(ground_truth, status)
-    return status
-
-
-def _symbolic_verdict(ground_truth: str, text: str, limit: int) -> bool:
-    return _gold_status(ground_truth, limit) == "ok" and bool(_ask(("verify", ground_truth, text), limit))
 
 
 # ---------------------------------------------------------------- entry points
 
 
-class _Item(NamedTuple):
-    response: str
-    ground_truth: str
-    text: str  # the answer text
-    key: bytes
-    verdict: bool | None  # None: math_verify must decide
-
-
-def _prepare(solution_str: Any, ground_truth: Any) -> _Item | None:
-    """The response with its verdict when known without math_verify; None when the input is invalid."""
+def _inputs(solution_str: Any, ground_truth: Any) -> tuple[str, str] | None:
     if isinstance(ground_truth, (int, float)) and not isinstance(ground_truth, bool):
         ground_truth = str(ground_truth)
     if not isinstance(solution_str, str) or not isinstance(ground_truth, str):
         return None
-    text = answer_text(solution_str)
-    if not ground_truth.strip() or len(text) > MAX_ANSWER_CHARS:
-        return _Item(solution_str, ground_truth, text, b"", False)
-    key = _key(ground_truth, text)
-    verdict = _verdicts.get(key)
-    if verdict is None:
-        verdict = _cheap_verdict(ground_truth, text)
-        if verdict is None and _golds.get(ground_truth) in ("empty", "timeout"):
-            verdict = False
-        if verdict is not None:
-            _verdicts.put(key, verdict)
-    return _Item(solution_str, ground_truth, text, key, verdict)
+    return ground_truth, solution_str
 
 
-def _decide(item: _Item, limit: int) -> bool:
-    verdict = _verdicts.get(item.key)
-    if verdict is None:
-        verdict = _symbolic_verdict(item.ground_truth, item.text, limit)
-        _verdicts.put(item.key, verdict)
-    return verdict
-
-
-def _total(response: str, correct: bool) -> float:
-    if not correct:
-        return 0.0
-    return round(0.7 + format_score(response) + reasoning_score(response), 6)
+def _shards(pending: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Up to MAX_WORKERS shares of about equal size, each ground truth's responses in one share (so a helper
+    converts that ground truth and its group's repeated answers once, not each helper again)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for pair in pending:
+        groups.setdefault(pair[0], []).append(pair)
+    shares: list[list[tuple[str, str]]] = [[] for _ in range(min(MAX_WORKERS, len(groups)))]
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    return shares
 
 
 def compute_score(data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None) -> float:
-    try:
-        item = _prepare(solution_str, ground_truth)
-        if item is None:
-            return 0.0
-        return _total(item.response, _decide(item, 1) if item.verdict is None else item.verdict)
-    except Exception:
-        logger.exception("math reward failed; scoring 0")
-        return 0.0
+    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
 
 
 def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[Any], ground_truths: Sequence[Any],
                         extra_infos: Sequence[Any] | None = None) -> list[float]:
-    """compute_score for each item; distinct undecided answers go to up to MAX_WORKERS helpers at once."""
+    """compute_score for each item; the distinct responses math_verify must judge are split among the helpers."""
     try:
-        items = [_safe(_prepare, solution, truth) for solution, truth in zip(solution_strs, ground_truths)]
-        pending = {item.key: item for item in items if item is not None and item.verdict is None}
-        new_golds = {item.ground_truth for item in pending.values() if _golds.get(item.ground_truth) is None}
-        with ThreadPoolExecutor(max_workers=MAX_WORKERS) as executor:
-            list(executor.map(lambda truth: _gold_status(truth, MAX_WORKERS), new_golds))
-            decided = dict(zip(pending, executor.map(lambda item: _decide(item, MAX_WORKERS), pending.values())))
-        return [0.0 if item is None else
-                _safe(_total, item.response, decided[item.key] if item.verdict is None else item.verdict) or 0.0
-                for item in items]
+        items = [_inputs(solution, truth) for solution, truth in zip(solution_strs, ground_truths)]
+        verdicts: dict[tuple[str, str], bool | None] = {}
+        for item in items:
+            if item is not None and item not in verdicts:
+                verdicts[item] = _shortcut_verdict(item[1], item[0])
+        pending = [pair for pair, verdict in verdicts.items() if verdict is None]
+        if len(pending) == 1:  # verl's default reward manager asks one response at a time
+            verdicts.update(zip(pending, _judge(pending)))
+        elif pending:
+            chunks = _shards(pending)
+            with ThreadPoolExecutor(max_workers=len(chunks)) as executor:
+                for chunk, judged in zip(chunks, executor.map(_judge, chunks)):
+                    verdicts.update(zip(chunk, judged))
+        return [0.0 if item is None else _total(item[1], bool(verdicts[item])) for item in items]
     except Exception:
-        logger.exception("math reward batch failed; scoring each response alone")
-        return [compute_score(None, solution, truth) for solution, truth in zip(solution_strs, ground_truths)]
-
-
-def _safe(function: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return function(*args)
-    except Exception:
-        logger.exception("math reward failed on one response; scoring 0")
-        return None
+        logger.exception("math reward failed; scoring the batch 0")
+        return [0.0] * len(solution_strs)
 
 
 # ---------------------------------------------------------------- the helper process
 
+_EXPLOSIVE_DIGITS = 1e6
 
-_WARM_UP = [  # (ground truth, answer): one of each common kind
+
+def _log10_bound(expr: Any) -> float | None:
+    """log10 of a positive integer-valued expression built from integers, powers and factorials (inf when too
+    large for a float), or None when the expression is anything else."""
+    import sympy
+
+    if isinstance(expr, sympy.Integer):
+        return math.log10(abs(int(expr))) if expr != 0 else None
+    if isinstance(expr, sympy.Pow):
+        base, exponent = _log10_bound(expr.base), _log10_bound(expr.exp)
+        if base is None or exponent is None or base <= 0 or expr.exp.is_negative:
+            return None
+        return base * (10.0 ** exponent if exponent < 300 else math.inf)
+    if isinstance(expr, sympy.factorial):
+        argument = _log10_bound(expr.args[0])
+        if argument is None:
+            return None
+        n = 10.0 ** argument if argument < 300 else math.inf
+        return math.lgamma(n + 1) / math.log(10) if n < 1e300 else math.inf
+    return None
+
+
+def _explosive(expr: Any) -> bool:
+    """A whole answer worth more than 10^6 digits: a power tower or factorial sympy would have to build."""
+    try:
+        bound = _log10_bound(expr)
+    except (ValueError, OverflowError, TypeError):
+        return False
+    return bound is not None and bound > _EXPLOSIVE_DIGITS
+
+
+_WARM_UP = [  # (ground truth, response): one of each common kind
     ("1", r"\boxed{1}"), (r"\frac{\sqrt{2}}{2}", r"\boxed{\frac{1}{\sqrt{2}}}"), (r"\frac{\pi}{2}", r"$0.5\pi$"),
     (r"\left( 1, \frac{\pi}{2} \right)", r"\boxed{(1, \pi/2)}"), ("[1, 2)", r"\boxed{[1,2]}"),
-    (r"\{1, 2\}", r"\boxed{x = 1, 2}"), ("x^2+1", "The answer is x^2 + 1."),
+    (r"\{1, 2\}", r"\boxed{x = 1, 2}"), ("x^2+1", "The final answer is $x^2 + 1$."),
 ]
 
 
@@ -991,50 +821,59 @@ def _serve(parent_pid: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch_parent, daemon=True).start()
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     from latex2sympy2_extended import NormalizationConfig
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-    config = [
+    # The two switches exist for benchmarks/reward_throughput.py, which measures what each fast path is worth.
+    caches = os.environ.get("GRPO_REWARD_HELPER_CACHES", "1") != "0"
+    explosive_check = os.environ.get("GRPO_REWARD_EXPLOSIVE_CHECK", "1") != "0"
+    gold_config = [LatexExtractionConfig(), ExprExtractionConfig()]
+    answer_config = [
         LatexExtractionConfig(
-            boxed_match_priority=0,
             normalization_config=NormalizationConfig(
-                basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all", equations=False
+                nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
             ),
-        ),
-        ExprExtractionConfig(),
+            boxed_match_priority=0,
+            try_extract_without_anchor=False,
+        )
     ]
-    golds: OrderedDict[str, list] = OrderedDict()
 
-    def gold(truth: str) -> list:
-        if truth not in golds:
-            golds[truth] = parse("\\boxed{" + truth + "}", extraction_config=config, parsing_timeout=None)
-            if len(golds) > 4096:
-                golds.popitem(last=False)
-        return golds[truth]
+    def parse_gold(truth: str) -> tuple:
+        return tuple(parse("$" + truth + "$", extraction_mode="first_match", extraction_config=gold_config))
+
+    gold = functools.lru_cache(maxsize=8192)(parse_gold) if caches else parse_gold
+
+    def correct(truth: str, response: str) -> bool:
+        golds = gold(truth)
+        if len(golds) == 0:
+            return False
+        answer = parse(response, extraction_mode="first_match", extraction_config=answer_config)
+        if not explosive_check or any(_explosive(g) for g in golds):
+            kept = answer
+        else:
+            kept = [a for a in answer if not _explosive(a)]
+        return float(verify(kept, list(golds))) >= 0.99
 
     def reply(value: Any) -> None:
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(struct.pack("!I", len(payload)) + payload)
         replies.flush()
 
-    for truth, answer in _WARM_UP:  # the first parse of each kind of expression is several times slower
-        verify(gold(truth), parse(answer, extraction_config=config, parsing_timeout=None), timeout_seconds=None)
-    golds.clear()
+    for truth, response in _WARM_UP:  # the first parse of each kind of expression is several times slower
+        correct(truth, response)
+    if caches:
+        gold.cache_clear()
     reply("ready")
     while True:
         header = requests.read(4)
         if len(header) < 4:
             return
-        message = pickle.loads(requests.read(struct.unpack("!I", header)[0]))
-        try:
-            if message[0] == "gold":
-                reply("ok" if gold(message[1]) else "empty")
-            else:
-                answer = parse(message[2], extraction_config=config, parsing_timeout=None)
-                reply(bool(verify(gold(message[1]), answer, timeout_seconds=None)))
-        except Exception:
-            reply("empty" if message[0] == "gold" else False)
+        for truth, response in pickle.loads(requests.read(struct.unpack("!I", header)[0])):
+            try:
+                reply(correct(truth, response))
+            except Exception:
+                reply(False)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
