@@ -334,3 +334,11 @@ def test_the_fast_paths_never_change_a_verdict(upstream_634, verl634, stack, mon
     assert slow_fatal == fast_fatal
     assert [u for u in slow if u in fast] == fast
     assert all(not u["default_path"] and not u["optional"] for u in slow if u not in fast)
+
+
+def test_a_workspace_without_verl_is_refused_with_the_fix(tmp_path):
+    result = run_module("verl_patch", {"root": str(tmp_path), "operations": ops("vllm0.13.0")})
+    assert result.get("failed")
+    assert result["msg"] == ("%s holds no verl source (no verl/__init__.py): run the deps stage first (--tags deps), "
+                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/." % tmp_path)
+    assert os.listdir(tmp_path) == []

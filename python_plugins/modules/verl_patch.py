@@ -36,6 +36,7 @@ notes:
   - Every operation is tried; when any fails, the module fails listing all of them (one line each, in C(problems)),
     and no file is written. A file that is not UTF-8 or does not parse is such a problem, never a crash.
   - A patched file keeps its permission bits and owner.
+  - Fails, changing nothing, when I(root) holds no C(verl/__init__.py), naming the fix.
 author:
   - GRPO on Ascend maintainers
 """
@@ -75,6 +76,8 @@ lines:
   sample: ["vllm0.13.0 | verl/workers/fsdp_workers.py: applied", "cpu-overlay | verl/workers/fsdp_workers.py: original"]
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo import ast_patch
@@ -87,8 +90,13 @@ def main():
                            enable_optional=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
+    root = module.params["root"]
+    if not os.path.isfile(os.path.join(root, "verl", "__init__.py")):
+        module.fail_json(msg="%s holds no verl source (no verl/__init__.py): run the deps stage first (--tags deps), "
+                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/." % root,
+                         problems=["no verl tree at %s" % root])
     try:
-        results = ast_patch.apply_profile(module.params["root"], module.params["operations"],
+        results = ast_patch.apply_profile(root, module.params["operations"],
                                           check=module.check_mode, enable_optional=module.params["enable_optional"])
     except ast_patch.PatchError as err:
         module.fail_json(msg="%d problem(s), no file was changed:\n%s" % (len(err.problems), "\n".join(err.problems)),
