@@ -122,6 +122,10 @@ table:
   description: The drift report (or the plan) as a readable table.
   returned: always
   type: str
+report_path:
+  description: Where the drift report was written on the host (the workspace's state folder).
+  returned: when the report was written
+  type: str
 """
 
 import json

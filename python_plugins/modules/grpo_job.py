@@ -113,6 +113,19 @@ progress:
   description: The log's last line, for a progress display.
   returned: always
   type: str
+pid:
+  description: The job's process id (its wrapper, which leads the job's process group); null when never launched.
+  returned: always
+  type: int
+command:
+  description: The command the job runs (argv).
+  returned: always
+  type: list
+  elements: str
+started_at:
+  description: When the job was launched (ISO 8601 with the host's offset); null when never launched.
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

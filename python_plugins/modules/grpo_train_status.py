@@ -83,6 +83,27 @@ progress:
   description: One line for people ("step 3/29 ...").
   returned: always
   type: str
+running:
+  description: Whether the run's process (or anything in its process group) runs.
+  returned: always
+  type: bool
+pid:
+  description: The run's process id (the job's wrapper); null when never launched.
+  returned: always
+  type: int
+log:
+  description: The run's log (C(run_dir/logs/latest.log), else the job's own log).
+  returned: always
+  type: str
+traceback_tail:
+  description: For a failed run, the last lines of the traceback (or of the log).
+  returned: when failed
+  type: list
+  elements: str
+plot:
+  description: The PNG written (with the C(plot) option and at least one logged step).
+  returned: when a plot was written
+  type: str
 """
 
 import os

@@ -87,6 +87,10 @@ field:
   description: On failure, the setting at fault (repo, revision, endpoint, local_dir, dest, source).
   returned: failure
   type: str
+reason:
+  description: Why the outputs are current or must be built (for example C(current (repo@revision))).
+  returned: success
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
