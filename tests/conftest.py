@@ -6,7 +6,6 @@ import pytest
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python_plugins", "module_utils"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 # As the Makefile does: verl's tree at the guide's commit for the simulated host, when this machine has it.
 _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",

@@ -1,10 +1,6 @@
 """Filters for the deps stage, over the plain-Python pins engine."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import pins, stack  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import pins, stack
 
 
 def pip_index_args(site):

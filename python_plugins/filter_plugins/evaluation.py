@@ -1,11 +1,7 @@
 """Filters for the eval stage: the report built by the plain-Python evaluation engine, and Python literals for the
 OpenCompass configuration it renders."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import evaluation  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import evaluation
 
 
 def _plain(value):

@@ -1,12 +1,9 @@
 """Filters: ``npu-smi info`` text -> parsed table, for tasks that read npu-smi from inside a container."""
 
-import os
-import sys
 
 from ansible.errors import AnsibleFilterError
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import npu_smi  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import npu_smi
 
 
 def npu_smi_info(text):

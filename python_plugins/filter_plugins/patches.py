@@ -1,10 +1,6 @@
 """Filter for the patch stage, over the plain-Python patch engine."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import ast_patch  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import ast_patch
 
 
 def patch_operations(operations, files_dir):

@@ -1,15 +1,12 @@
 """Filter: a stage's profile from the stack grpo_stack names (files/stacks), over the plain-Python engine."""
 
 import os
-import sys
 
 import yaml
 from ansible.errors import AnsibleFilterError
+from ascend_grpo import stacks
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(_ROOT, "python_plugins", "module_utils"))
-from ascend_grpo import stacks  # noqa: E402  pylint: disable=wrong-import-position
-
 STACKS_DIR = os.path.join(_ROOT, "files", "stacks")
 
 

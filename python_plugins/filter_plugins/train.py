@@ -1,10 +1,6 @@
 """Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
-from ascend_grpo import overrides, verl_log  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo import overrides, verl_log
 
 
 def train_overrides(layers):
