@@ -72,7 +72,8 @@ summary:
   returned: always
   type: dict
 checkpoints:
-  description: Saved steps (global_step_N folders) and the latest recorded one.
+  description: Saved steps (global_step_N/actor folders with model shards, as the eval stage counts them) and the
+    step verl's record names.
   returned: always
   type: dict
 error:
@@ -107,24 +108,18 @@ plot:
 """
 
 import os
-import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import jobs, verl_log
+from ansible.module_utils.ascend_grpo import evaluation, jobs, verl_log
 
 
 def checkpoints(path):
-    saved = sorted(int(m.group(1)) for m in (re.match(r"global_step_(\d+)$", n) for n in
-                                              (os.listdir(path) if os.path.isdir(path) else [])) if m)
-    latest = None
-    try:
-        with open(os.path.join(path, "latest_checkpointed_iteration.txt"), encoding="utf-8") as handle:
-            latest = int(handle.read().strip())
-    except (OSError, ValueError):
-        pass
-    return {"dir": path, "saved": saved, "latest": latest}
+    """Saved steps as the eval stage counts them (a global_step_N/actor folder with model shards: a folder a cut
+    save left without them is not a step to resume or merge from) and the step verl's record names."""
+    return {"dir": path, "saved": evaluation.saved_steps(path),
+            "latest": evaluation.read_int(os.path.join(path, evaluation.LATEST))}
 
 
 def look(p):

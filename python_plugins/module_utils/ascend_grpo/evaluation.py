@@ -52,7 +52,7 @@ def saved_steps(ckpt_dir):
     return sorted(steps)
 
 
-def _read_int(path):
+def read_int(path):
     try:
         with open(path, encoding="utf-8") as handle:
             return int(handle.read().strip())
@@ -71,7 +71,7 @@ def pick(ckpt_dir, step=0):
     if not saved:
         raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N/actor with model "
                         "shards). Let the run reach trainer.save_freq or its last step first." % ckpt_dir)
-    latest = _read_int(os.path.join(ckpt_dir, LATEST))
+    latest = read_int(os.path.join(ckpt_dir, LATEST))
     if step:
         if step not in saved:
             raise EvalError("grpo_eval_step: step %d was not saved in %s; saved steps: %s. Set grpo_eval_step to "
