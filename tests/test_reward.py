@@ -192,10 +192,33 @@ def generated(count, seed):
     return [response(rng) for _ in range(count)]
 
 
+def _reference_scores(cases):
+    return [score(reference, text, truth) for text, truth in cases]
+
+
+def _reference_correct(cases):
+    return [reference.correctness(text, truth) == 0.7 for text, truth in cases]
+
+
+def reference_scores(cases, processes=2, function=_reference_scores):
+    """The reference's scores (or another ``function`` of it), computed in ``processes`` forked processes
+    (math_verify's time limits use signal.alarm, so each runs the reference in its own main thread)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [cases[i::processes] for i in range(processes)]
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(function, chunks))
+    out = [None] * len(cases)
+    for i, part in enumerate(parts):
+        out[i::processes] = part
+    return out
+
+
 def test_equal_to_the_reference_on_20000_generated_responses():
     cases = generated(20_000, seed=15)
     ours = reward.compute_score_batch(["math"] * len(cases), [c[0] for c in cases], [c[1] for c in cases])
-    theirs = [score(reference, text, truth) for text, truth in cases]
+    theirs = reference_scores(cases)
     differ = [(cases[i], ours[i], theirs[i]) for i in range(len(cases)) if ours[i] != theirs[i]]
     assert differ == []
     # the test reaches every part of the rules: correct and not, every format and reasoning level
@@ -238,7 +261,8 @@ def bracketed_form(rng):
     truth, right, wrong = rng.choice([
         (f"\\left( {a}, \\frac{{\\pi}}{{{b}}} \\right)", f"({a}, \\pi/{b})", f"({a}, \\frac{{\\pi}}{{{b + 1}}})"),
         (f"[{a}, {b})", f"[{a},{b})", f"[{a}, {b}]"), (f"(-\\infty, {a}]", f"(-\\infty,{a}]", f"(-\\infty, {a})"),
-        (f"({a}, {b})", f"\\left({a}, {b}\\right)", f"({b}, {a})"), (f"({a}, {b}, 1)", f"({a},{b},1)", f"({a}, 1, {b})"),
+        (f"({a}, {b})", f"\\left({a}, {b}\\right)", f"({b}, {a})"),
+        (f"({a}, {b}, 1)", f"({a},{b},1)", f"({a}, 1, {b})"),
         (f"[{b}, {a}]", f"[{b},{a}]", f"({b}, {a})"), (f"({a}, {a})", f"({a},{a})", f"[{a}, {a}]"),
     ])
     return truth, rng.choice([right, right, wrong, truth])
@@ -274,13 +298,13 @@ def numeric_cases(rng, count):
 
 
 def test_the_numeric_shortcut_agrees_with_the_reference_where_it_decides():
-    decided = {True: 0, False: 0}
-    for text, truth in numeric_cases(random.Random(3), 6000):
-        verdict = reward._shortcut_verdict(text, truth)
-        if verdict is not None:
-            decided[verdict] += 1
-            assert verdict is (reference.correctness(text, truth) == 0.7), (text, truth)
-    assert decided[True] > 800 and decided[False] > 600, decided
+    cases = [(text, truth, reward._shortcut_verdict(text, truth))
+             for text, truth in numeric_cases(random.Random(3), 6000)]
+    decided = [(text, truth, verdict) for text, truth, verdict in cases if verdict is not None]
+    theirs = reference_scores([(text, truth) for text, truth, _ in decided], function=_reference_correct)
+    assert [case for case, correct in zip(decided, theirs) if case[2] is not correct] == []
+    counts = {True: sum(case[2] for case in decided), False: sum(not case[2] for case in decided)}
+    assert counts[True] > 800 and counts[False] > 600, counts
 
 
 # (ground truth, boxed answer) pairs near the shortcut's edges: decimals inside expressions, float rounding
