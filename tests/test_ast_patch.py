@@ -7,7 +7,7 @@ import sys
 import zipfile
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import ROOT
 
 from ascend_grpo import ast_patch
 

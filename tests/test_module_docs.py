@@ -43,17 +43,17 @@ def argument_spec(path):
     """The argument_spec the module passes to AnsibleModule (the module is run up to that call)."""
     import importlib
     import importlib.util
-    import types
 
     import ansible.module_utils.basic as basic
 
+    # the modules import the engines as ansible.module_utils.ascend_grpo (Ansible ships them so): alias the package
     package = importlib.import_module("ascend_grpo")
     sys.modules.setdefault("ansible.module_utils.ascend_grpo", package)
+    setattr(sys.modules["ansible.module_utils"], "ascend_grpo", package)
     for name in os.listdir(os.path.dirname(package.__file__)):
         if name.endswith(".py") and name != "__init__.py":
             sub = importlib.import_module("ascend_grpo." + name[:-3])
             sys.modules.setdefault("ansible.module_utils.ascend_grpo." + name[:-3], sub)
-            setattr(sys.modules["ansible.module_utils"], "ascend_grpo", package)
 
     def capture(argument_spec=None, **options):
         raise _Captured(argument_spec, options)
@@ -70,7 +70,6 @@ def argument_spec(path):
     finally:
         basic.AnsibleModule = original
     raise AssertionError("%s never built an AnsibleModule" % path)
-    return types.SimpleNamespace()
 
 
 @pytest.mark.parametrize("path", MODULES, ids=os.path.basename)
@@ -85,7 +84,6 @@ def test_documented_options_are_the_argument_spec(path):
         assert doc.get("default") == code.get("default"), name
         assert doc.get("elements") == code.get("elements"), name
         assert doc.get("choices") == code.get("choices"), name
-        assert doc.get("no_log", False) == code.get("no_log", False) or code.get("no_log"), name
 
 
 STANDARD_KEYS = {"changed", "failed", "msg", "skipped", "diff", "results", "rc", "stdout", "stderr", "stdout_lines",

@@ -52,6 +52,10 @@ class PatchError(ValueError):
         return cls("\n".join(problems), problems, labelled)
 
 
+class Unparsable(PatchError):
+    """The file itself is not Python (a syntax error): no operation can apply to it."""
+
+
 class Source:
     """A file's text with byte offsets for ast positions."""
 
@@ -62,7 +66,7 @@ class Source:
         try:
             self.tree = ast.parse(text, filename=path)
         except SyntaxError as err:
-            raise PatchError("%s:%s: does not parse as Python (%s); not patched" % (
+            raise Unparsable("%s:%s: does not parse as Python (%s); not patched" % (
                 path, err.lineno, err.msg)) from err
         self.line_starts = [0]
         for line in self.data.splitlines(keepends=True):
@@ -454,10 +458,11 @@ def patch_text(path, text, ops, lookup=None, enable_optional=False):
                         raise PatchError("operation %s on %s: %r does not parse (%s)" % (
                             op["op"], path, field, err.msg)) from err
             state, edits = OPERATIONS[op["op"]](src, op)
+        except Unparsable as err:
+            problems.append(_labelled(op, str(err)))
+            break  # every further operation would say the same
         except PatchError as err:
             problems.append(_labelled(op, str(err)))
-            if "does not parse as Python" in str(err):
-                break  # every further operation would say the same
             continue
         states.append((index, state))
         if edits:

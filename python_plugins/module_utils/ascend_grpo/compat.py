@@ -64,11 +64,12 @@ def _text(path):
     return _TEXT_CACHE[key]
 
 
-def _text_or_empty(path):
+def _imports_any(path, import_line):
+    """Whether the file's text imports a watched package (a file that is not UTF-8 counts: check() reports it)."""
     try:
-        return _text(path)
+        return bool(import_line.search(_text(path)))
     except SyntaxError:
-        return "import %s" % WATCHED[0]  # not UTF-8: keep it, check() reports it
+        return True
 
 
 def _parse(path):
@@ -380,7 +381,7 @@ def check(tree_root, paths, entries=DEFAULT_ENTRIES, watched=WATCHED, optional=(
         is_optional = any(rel.startswith(o) or dotted.startswith(o) for o in optional)
         # the files that matter: the default path, the optional paths, and every file importing a watched package
         # (the others are neither loaded for training nor touched by a stack change); with PREFILTER off, all
-        if PREFILTER and dotted not in on_path and not is_optional and not import_line.search(_text_or_empty(path)):
+        if PREFILTER and dotted not in on_path and not is_optional and not _imports_any(path, import_line):
             continue
         try:
             imports = scan(path, dotted, path.endswith("__init__.py"))
