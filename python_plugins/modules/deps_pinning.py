@@ -15,6 +15,11 @@ description:
     pin. A conflict or a drift fails before anything is installed, unless accepted by name in C(accept_drift).
     Then the phases run in order (removals after every phase that could bring a package back, the editable
     source last with C(--no-deps)).
+  - After an install the drift report is made again from what is installed now (the editable source included)
+    and the module fails on drift, so one call plans, installs and verifies.
+  - When the stack holds (satisfied before, or verified after the install), the module leaves the deps stage's
+    record C(<state_dir>/deps.json) for the later stages (the verl tree, the profile, the Python); never in check
+    mode, and only when it differs from the one there.
   - C(state=planned) only plans (read-only). C(state=verified) only writes and returns the drift report of the
     core packages (read-only) and fails on drift.
   - In check mode C(state=present) plans and returns the pip commands it would run, without running them.
@@ -126,6 +131,12 @@ report_path:
   description: Where the drift report was written on the host (the workspace's state folder).
   returned: when the report was written
   type: str
+record:
+  description: The deps stage's record (verl_dir, profile, python, python_version, arch, source) left in
+    C(<state_dir>/deps.json) for the later stages.
+  returned: when the stack holds
+  type: dict
+  sample: {verl_dir: /data/grpo/verl, profile: vllm0.13.0, python: /usr/bin/python3, python_version: "3.11.2"}
 """
 
 import json
@@ -134,7 +145,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import pins, stack
+from ansible.module_utils.ascend_grpo import pins, stack, workspace
 
 
 def profile_digest(profile, paths):
@@ -158,8 +169,7 @@ def source_matches(source, state_dir, verl_dir, run):
     if source is None:
         return True
     try:
-        with open(os.path.join(state_dir, "verl-source.json"), encoding="utf-8") as handle:
-            stamp = json.load(handle)
+        stamp = workspace.read_json(os.path.join(state_dir, "verl-source.json"))
     except (OSError, ValueError):
         return False
     if stamp != source:
@@ -234,11 +244,7 @@ def main():
     editable_ok = all(before["editable_url"] == "file://" + os.path.abspath(e) for e in editables)
     source_ok = source_matches(p["source"], p["state_dir"], paths.get("verl"), run)
     installed_path = os.path.join(p["state_dir"], "deps-installed.json")
-    try:
-        with open(installed_path, encoding="utf-8") as handle:
-            installed_digest = json.load(handle).get("profile_sha256")
-    except (OSError, ValueError):
-        installed_digest = None
+    installed_digest = (workspace.read_json(installed_path) or {}).get("profile_sha256")
     digest = profile_digest(profile, paths)
     # the last install was of this very profile (the quick look and state=present); plain verify does not care
     profile_ok = installed_digest == digest if (p["state"] == "present" or p["source"] is not None) else True
@@ -247,29 +253,39 @@ def main():
     result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python,
                   python_version=before["python"], arch=arch)
 
-    def finish(report, **extra):
+    def with_editable(report, editable_url):
+        if not all(editable_url == "file://" + os.path.abspath(e) for e in editables):
+            report["rows"].append({"package": p["editable_name"], "expected": "editable from " + ", ".join(editables),
+                                   "installed": editable_url, "status": "drift"})
+            report["drift"].append(p["editable_name"])
+            report["ok"] = False
+        return report
+
+    def finish(report, holds, **extra):
         path = os.path.join(p["state_dir"], "deps-drift.json")
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump({"profile": profile["name"], "python": before["python"], "arch": arch, **report}, handle,
-                      indent=2, sort_keys=True)
+        if not module.check_mode:
+            workspace.write_json(path, {"profile": profile["name"], "python": before["python"], "arch": arch,
+                                        **report})
         result.update(report=report, report_path=path,
                       table=pins.table(report["rows"], ["package", "expected", "installed", "status"]), **extra)
         if not report["ok"] and p["fail_on_drift"]:
             module.fail_json(msg="drift in profile %s: %s (expected vs installed above; accept by name with "
                                  "deps_pinning_accept_drift only if you know why)" % (
                                      profile["name"], ", ".join(report["drift"])), **result)
+        if holds and paths.get("verl"):
+            # the later stages read this instead of recomputing where verl is (a path source included)
+            record = {"verl_dir": os.path.abspath(paths["verl"]), "profile": profile["name"], "python": python,
+                      "python_version": before["python"], "arch": arch, "source": p["source"]}
+            result["record"] = record
+            if workspace.write_record(p["state_dir"], "deps", record, module.check_mode):
+                result["changed"] = True
         module.exit_json(**result)
 
     if p["state"] == "verified":
-        if not editable_ok:
-            report["rows"].append({"package": p["editable_name"], "expected": "editable from " + ", ".join(editables),
-                                   "installed": before["editable_url"], "status": "drift"})
-            report["drift"].append(p["editable_name"])
-            report["ok"] = False
-        finish(report)
+        finish(with_editable(report, before["editable_url"]), satisfied and report["ok"])
 
     if p["state"] == "present" and satisfied:
-        finish(report)
+        finish(report, True)
 
     try:
         plan = stack.plan(profile, paths, read_file, arch, p["site"], python, p["state_dir"], p["accept_drift"],
@@ -307,9 +323,9 @@ def main():
         after = stack.probe(python, p["editable_name"], run)
     except stack.StackError as err:
         module.fail_json(msg=str(err), **result)
-    with open(installed_path, "w", encoding="utf-8") as handle:
-        json.dump({"profile": profile["name"], "profile_sha256": digest}, handle)
-    finish(pins.check_installed(profile["pins"], after["versions"], p["accept_drift"]))
+    workspace.write_json(installed_path, {"profile": profile["name"], "profile_sha256": digest})
+    finish(with_editable(pins.check_installed(profile["pins"], after["versions"], p["accept_drift"]),
+                         after["editable_url"]), True)
 
 
 if __name__ == "__main__":

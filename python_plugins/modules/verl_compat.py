@@ -22,9 +22,15 @@ description:
   - Read-only.
 options:
   root:
-    description: The folder that holds the C(verl) package.
+    description:
+      - The folder that holds the C(verl) package (the verl source tree).
+      - Empty (the default) means the tree the deps stage installed, as its record C(<state_dir>/deps.json) names it.
     type: path
-    required: true
+    default: ""
+  state_dir:
+    description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
+    type: path
+    default: ""
   paths:
     description: Package folders to resolve against (default this Python's site-packages).
     type: list
@@ -99,13 +105,15 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo import workspace
 from ansible.module_utils.ascend_grpo import compat
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            root=dict(type="path", required=True),
+            root=dict(type="path", default=""),
+            state_dir=dict(type="path", default=""),
             paths=dict(type="list", elements="path", default=[]),
             watched=dict(type="list", elements="str", default=list(compat.WATCHED)),
             entries=dict(type="list", elements="str", required=True),
@@ -115,6 +123,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    try:
+        p["root"] = workspace.verl_dir(p["state_dir"], p["root"])
+    except workspace.MissingRecord as err:
+        module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err)
     paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",
                                                                                        "dist-packages"))]
     unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))

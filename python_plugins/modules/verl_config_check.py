@@ -17,9 +17,15 @@ description:
   - Every problem is reported at once. Changes nothing; runs in check mode too.
 options:
   verl_dir:
-    description: The verl source tree (holds C(verl/trainer/config)).
+    description:
+      - The verl source tree (holds C(verl/trainer/config)).
+      - Empty (the default) means the tree the deps stage installed, as its record C(<state_dir>/deps.json) names it.
     type: path
-    required: true
+    default: ""
+  state_dir:
+    description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
+    type: path
+    default: ""
   overrides:
     description: The run's Hydra overrides, as on verl's command line.
     type: list
@@ -41,7 +47,7 @@ author:
 EXAMPLES = r"""
 - name: Validate the run
   verl_config_check:
-    verl_dir: /data/grpo/verl
+    state_dir: /data/grpo/.grpo
     overrides: [algorithm.adv_estimator=grpo, actor_rollout_ref.rollout.n=8]
     cards: [0]
 """
@@ -53,6 +59,11 @@ errors:
   type: list
   elements: dict
   sample: [{key: actor_rollout_ref.rollout.n, message: "GRPO compares several responses ..."}]
+verl_dir:
+  description: The verl tree whose configuration was composed.
+  returned: success
+  type: str
+  sample: /data/grpo/verl
 summary:
   description: The composed values that matter most (batch sizes, n, lengths, devices, total epochs).
   returned: success
@@ -65,6 +76,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo import overrides as ov
 from ansible.module_utils.ascend_grpo import train_rules
+from ansible.module_utils.ascend_grpo import workspace
 
 SUMMARY = ["algorithm.adv_estimator", "data.train_batch_size", "data.max_prompt_length",
            "data.max_response_length", "actor_rollout_ref.actor.ppo_mini_batch_size",
@@ -75,13 +87,18 @@ SUMMARY = ["algorithm.adv_estimator", "data.train_batch_size", "data.max_prompt_
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(verl_dir=dict(type="path", required=True),
+        argument_spec=dict(verl_dir=dict(type="path", default=""),
+                           state_dir=dict(type="path", default=""),
                            overrides=dict(type="list", elements="str", required=True),
                            cards=dict(type="list", elements="int", required=True),
                            config_name=dict(type="str", default="ppo_trainer")),
         supports_check_mode=True,
     )
     p = module.params
+    try:
+        p["verl_dir"] = workspace.verl_dir(p["state_dir"], p["verl_dir"])
+    except workspace.MissingRecord as err:
+        module.fail_json(msg="%s Or set grpo_train_verl_dir to the folder that holds verl/." % err, errors=[])
     config_dir = os.path.join(p["verl_dir"], "verl", "trainer", "config")
     if not os.path.isfile(os.path.join(config_dir, p["config_name"] + ".yaml")):
         module.fail_json(msg="%s has no %s.yaml: run the deps stage (--tags deps) or set grpo_train_verl_dir"
@@ -103,7 +120,7 @@ def main():
             e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
             for e in errors), errors=errors)
     summary = {key: train_rules._get(cfg, key) for key in SUMMARY}  # pylint: disable=protected-access
-    module.exit_json(changed=False, errors=[], summary=summary)
+    module.exit_json(changed=False, errors=[], summary=summary, verl_dir=p["verl_dir"])
 
 
 if __name__ == "__main__":

@@ -14,9 +14,15 @@ description:
   - A patched file must parse and byte-compile, or nothing is written. Supports check mode and diff.
 options:
   root:
-    description: The folder that holds the C(verl) package (the verl source tree).
+    description:
+      - The folder that holds the C(verl) package (the verl source tree).
+      - Empty (the default) means the tree the deps stage installed, as its record C(<state_dir>/deps.json) names it.
     type: path
-    required: true
+    default: ""
+  state_dir:
+    description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
+    type: path
+    default: ""
   operations:
     description:
       - The operations (op, file and the fields of that op); content already resolved.
@@ -49,6 +55,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+root:
+  description: The verl tree patched (I(root), or the one the deps stage's record names).
+  returned: success
+  type: str
+  sample: /data/grpo/verl
 files:
   description: Per file, whether it changed (or would, in check mode) and each operation's state.
   returned: always
@@ -80,17 +91,23 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo import workspace
 from ansible.module_utils.ascend_grpo import ast_patch
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(root=dict(type="path", required=True),
+        argument_spec=dict(root=dict(type="path", default=""),
+                           state_dir=dict(type="path", default=""),
                            operations=dict(type="list", elements="dict", required=True),
                            enable_optional=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
-    root = module.params["root"]
+    try:
+        root = workspace.verl_dir(module.params["state_dir"], module.params["root"])
+    except workspace.MissingRecord as err:
+        module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err,
+                         problems=[str(err)])
     if not os.path.isfile(os.path.join(root, "verl", "__init__.py")):
         module.fail_json(msg="%s holds no verl source (no verl/__init__.py): run the deps stage first (--tags deps), "
                              "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/." % root,
@@ -108,7 +125,7 @@ def main():
     profiles = ast_patch.states_by_profile(module.params["operations"], results)
     lines = ["%s%s: %s" % (p["profile"] + " | " if p["profile"] else "", f["file"], ", ".join(f["states"]))
              for p in profiles for f in p["files"]]
-    module.exit_json(changed=changed, diff=diff, profiles=profiles, lines=lines,
+    module.exit_json(changed=changed, diff=diff, profiles=profiles, lines=lines, root=root,
                      files=[{k: r[k] for k in ("file", "changed", "states")} for r in results])
 
 

@@ -69,3 +69,42 @@ def missing_profiles(data, roles_dir):
             if "/" not in name and not os.path.isfile(os.path.join(roles_dir, role, "files", "profiles", name + ".yml")):
                 out.append((stage, name))
     return out
+
+
+# How each stage's settings name a profile, for the refusal's text: (what the stage calls it, the setting, the
+# setting for a file of one's own or None when the list takes paths itself).
+PROFILE_SETTINGS = {
+    "deps": ("profile", "deps_pinning_profile", "deps_pinning_profile_file"),
+    "patch": ("patch profile", "verl_compat_patch_profiles", None),
+    "train": ("run profile", "grpo_train_profiles", None),
+    "eval": ("OpenCompass profile", "grpo_eval_profile", "grpo_eval_profile_file"),
+}
+
+
+def locate_profiles(stage, refs, profiles_dir, own_file=""):
+    """The files a stage's profile setting names, in order, or a :class:`StackError` naming the setting and the
+    profiles there are.
+
+    ``refs`` is one name or a list of names; a name with a ``/`` is a profile file of one's own. ``own_file`` (the
+    single-profile stages' ``*_profile_file``) wins over ``refs`` when set.
+    """
+    what, setting, file_setting = PROFILE_SETTINGS[stage]
+    if own_file:
+        refs = [own_file]
+    if file_setting and isinstance(refs, str):
+        refs = [refs]
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.strip() for r in refs):
+        raise StackError("%s is %s, e.g. %s, not %r" % (
+            setting, "a profile name" if file_setting else "a non-empty list of profile names or profile file paths, "
+            "applied in order", known(profiles_dir)[0] if file_setting else "[%s]" % known(profiles_dir)[0], refs))
+    paths = []
+    for ref in refs:
+        path = ref if "/" in ref else os.path.join(profiles_dir, ref + ".yml")
+        if not os.path.isfile(path):
+            if file_setting:
+                raise StackError("Unknown %s %s: set %s to one of %s, or %s to a profile file of your own." % (
+                    what, ref, setting, ", ".join(known(profiles_dir)), file_setting))
+            raise StackError("Unknown %s %s in %s: use one of %s, or the path of a %s file of your own." % (
+                what, ref, setting, ", ".join(known(profiles_dir)), what))
+        paths.append(path)
+    return paths

@@ -1,0 +1,118 @@
+"""The workspace's shared pieces: each stage's hand-over record, and the small helpers every engine needs.
+
+A stage hands its results on through ``<workspace>/.grpo/<stage>.json`` (its *record*): the deps stage names the
+verl tree it installed, the assets stage the model, data and reward, the train stage its run and checkpoint
+folders. A later stage reads the record instead of recomputing another role's paths, so a setting changed in one
+place (say ``deps_pinning_verl_source: path``) reaches every stage that uses it.
+
+Standard library only: it runs in the training environment, as part of modules and of the detached jobs.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+
+STAGES = ("container", "deps", "patch", "assets", "train", "eval")
+ISO_TIME = "%Y-%m-%dT%H:%M:%S%z"
+STAMP_TIME = "%Y%m%d-%H%M%S"
+
+
+class MissingRecord(Exception):
+    """A stage's record is not there (or is not a JSON object): the message names the stage to run."""
+
+
+def now_iso():
+    """The local time with its offset, as every record and log line writes it."""
+    return time.strftime(ISO_TIME)
+
+
+def backup_path(path):
+    """Where a file or folder someone may have edited is kept before it is replaced: ``<path>.bak-<time>``."""
+    return "%s.bak-%s" % (path, time.strftime(STAMP_TIME))
+
+
+def read_json(path, default=None):
+    """The JSON in ``path``, or ``default`` when it is missing or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return default
+
+
+def write_json(path, data, indent=2):
+    """Write ``data`` to ``path`` atomically (a reader never sees half a file); returns whether it changed."""
+    text = json.dumps(data, indent=indent, sort_keys=True) + "\n"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return False
+    except OSError:
+        pass
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def sha256_file(path, chunk=1 << 20):
+    """The sha256 of a file's bytes, read in chunks (weights shards are gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_path(state_dir, stage):
+    return os.path.join(state_dir, "%s.json" % stage)
+
+
+def _check_stage(stage):
+    if stage not in STAGES:
+        raise ValueError("unknown stage %r: one of %s" % (stage, ", ".join(STAGES)))
+
+
+def read_record(state_dir, stage):
+    """The record the stage left, or raise :class:`MissingRecord` naming the stage to run first."""
+    _check_stage(stage)
+    path = record_path(state_dir, stage)
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise MissingRecord("%s is %s: run the %s stage first (--tags %s)." % (
+            path, "missing" if not os.path.exists(path) else "not a JSON object", stage, stage))
+    return data
+
+
+def write_record(state_dir, stage, data, check_mode=False):
+    """Leave the stage's record for the stages after it; returns whether it changed (nothing written in check mode).
+    """
+    _check_stage(stage)
+    path = record_path(state_dir, stage)
+    if check_mode:
+        return read_json(path) != data
+    return write_json(path, data)
+
+
+def verl_dir(state_dir, explicit=""):
+    """The verl source tree to use: ``explicit`` when set, else the one the deps stage installed (its record)."""
+    if explicit:
+        return explicit
+    if not state_dir:
+        raise MissingRecord("no verl tree named: give the tree, or the state folder whose deps record names it.")
+    record = read_record(state_dir, "deps")
+    if not record.get("verl_dir"):
+        raise MissingRecord("%s names no verl_dir: run the deps stage again (--tags deps)."
+                            % record_path(state_dir, "deps"))
+    return record["verl_dir"]

@@ -1,0 +1,109 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: read the records earlier stages left in the workspace, or leave this stage's record."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_handover
+short_description: Hand a stage's results on to the later stages through the workspace (<state_dir>/<stage>.json)
+description:
+  - Each stage leaves a record of what it made in the workspace's state folder (C(deps.json) names the verl tree,
+    C(assets.json) the model, data and reward, C(train.json) the run and checkpoint folders). A later stage reads
+    the records instead of recomputing another role's paths, so a setting changed in one place reaches every stage.
+  - With I(read), returns the records of the stages named and fails, naming the stage to run first, when one is
+    missing. With I(stage) and I(record), leaves that record (written atomically, only when it differs). One call
+    may do both.
+  - Supports check mode (reports the change, writes nothing) and diff.
+options:
+  state_dir:
+    description: The workspace's state folder (C(<workspace>/.grpo)).
+    type: path
+    required: true
+  read:
+    description: Stages whose records to return, in C(records).
+    type: list
+    elements: str
+    choices: [container, deps, patch, assets, train, eval]
+    default: []
+  stage:
+    description: The stage whose record to leave (with I(record)).
+    type: str
+    choices: [container, deps, patch, assets, train, eval]
+  record:
+    description: The record to leave for I(stage), a mapping of plain values.
+    type: dict
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Read what the assets and train stages made
+  grpo_handover:
+    state_dir: /data/grpo/.grpo
+    read: [assets, train]
+  register: handover
+
+- name: Hand the run's folders on to the eval stage
+  grpo_handover:
+    state_dir: /data/grpo/.grpo
+    stage: train
+    record: {run_dir: /data/grpo/runs/p/e, checkpoint_dir: /data/grpo/checkpoints/p/e}
+"""
+
+RETURN = r"""
+records:
+  description: The records read, by stage.
+  returned: always
+  type: dict
+  sample: {assets: {model_dir: /data/grpo/models/Qwen2.5-1.5B-Instruct, math_json: /data/grpo/data/math/math.json}}
+path:
+  description: The file the record was left in (with I(stage)).
+  returned: when I(stage) is given
+  type: str
+  sample: /data/grpo/.grpo/train.json
+"""
+
+import json
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import workspace
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state_dir=dict(type="path", required=True),
+            read=dict(type="list", elements="str", default=[], choices=list(workspace.STAGES)),
+            stage=dict(type="str", choices=list(workspace.STAGES)),
+            record=dict(type="dict"),
+        ),
+        required_together=[("stage", "record")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    result = dict(changed=False, records={})
+    missing = []
+    for stage in p["read"]:
+        try:
+            result["records"][stage] = workspace.read_record(p["state_dir"], stage)
+        except workspace.MissingRecord as err:
+            missing.append(str(err))
+    if missing:
+        module.fail_json(msg=" ".join(missing), **result)
+    if p["stage"]:
+        path = workspace.record_path(p["state_dir"], p["stage"])
+        before = workspace.read_json(path)
+        # what a reader would get back: JSON's view of the values (tuples as lists, keys as strings)
+        record = json.loads(json.dumps(p["record"]))
+        result["path"] = path
+        result["changed"] = workspace.write_record(p["state_dir"], p["stage"], record, module.check_mode)
+        if result["changed"] and module._diff:  # pylint: disable=protected-access
+            result["diff"] = {"before_header": path, "after_header": path,
+                              "before": json.dumps(before, indent=2, sort_keys=True) + "\n" if before else "",
+                              "after": json.dumps(record, indent=2, sort_keys=True) + "\n"}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
