@@ -154,6 +154,13 @@ def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env,
             "vllm0.9.1, or the path of a patch profile file of your own") in " ".join(unknown.stdout.split())
     (workspace / "verl" / "verl").mkdir(parents=True, exist_ok=True)
     (workspace / "verl" / "verl" / "__init__.py").touch()
+    # the deps stage never ran here: the patch stage finds no record of which tree it installed, and says so
+    (workspace / ".grpo" / "deps.json").unlink(missing_ok=True)
+    unrecorded = patch_stage({})
+    assert unrecorded.returncode != 0
+    assert "deps.json is missing: run the deps stage first (--tags deps)." in " ".join(unrecorded.stdout.split())
+    # the record the deps stage leaves (the workspace is /data/grpo in the container)
+    (workspace / ".grpo" / "deps.json").write_text(json.dumps({"verl_dir": "/data/grpo/verl"}))
     shape = workspace / "verl" / "verl" / "shape.py"
     shape.write_text("from somewhere.known import thing  # a user's line\n")
     profile = tmp_path / "p.yml"

@@ -2,13 +2,16 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 import pytest
+import yaml
 
 from ascend_grpo import jobs, weights
+from conftest import ROOT
 from fakehub import FakeHub
 
 REPO = "Org/Tiny-Instruct"
@@ -130,8 +133,8 @@ def test_interrupted_download_resumes(hub_root, tmp_path):
         step = weights.plan(_spec(dest, hub.url))
         plan_file = tmp_path / "plan.json"
         plan_file.write_text(json.dumps(step))
-        engine = os.path.abspath(weights.__file__)
-        jobs.start(str(state), "weights", [sys.executable, engine, "fetch", "--plan", str(plan_file),
+        # as the assets stage runs it: the package's module (the tests' Python has the package installed)
+        jobs.start(str(state), "weights", [sys.executable, "-m", "ascend_grpo.weights", "fetch", "--plan", str(plan_file),
                                            "--interval", "0.2"])
         partial = dest / ".cache" / "huggingface" / "download"
         deadline = time.time() + 20
@@ -199,11 +202,24 @@ def test_sharded_folder_needs_every_shard(tmp_path):
         "shards listed in model.safetensors.index.json missing: model-00002-of-00002.safetensors"]
 
 
-def test_check_cli(tmp_path):
+def test_check_cli_runs_from_the_files_the_assets_stage_ships(tmp_path):
+    """The fetcher runs in the training environment as `python -m ascend_grpo.weights`, from the files the assets
+    stage copies there (its loop in weights.yml): they must be all it imports."""
+    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "assets", "tasks", "weights.yml"), encoding="utf-8"))
+    block = next(t for t in tasks if "block" in t)["block"]
+    shipped = next(t for t in block if "ansible.builtin.copy" in t and "loop" in t)["loop"]
+    lib = tmp_path / "lib" / "ascend_grpo"
+    lib.mkdir(parents=True)
+    for name in shipped:
+        shutil.copy(os.path.join(os.path.dirname(weights.__file__), name), lib / name)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "lib"))
     src = _model_folder(tmp_path / "tiny")
-    engine = os.path.abspath(weights.__file__)
-    done = subprocess.run([sys.executable, engine, "check", str(src)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and done.stdout.strip() == "complete"
+    # the shipped folder first on the path: a module it lacks is not found in the installed package instead
+    argv = [sys.executable, "-c", "import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; "
+            "runpy.run_module('ascend_grpo.weights', run_name='__main__', alter_sys=True)", str(tmp_path / "lib"),
+            "check", str(src)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
+    assert done.returncode == 0 and done.stdout.strip() == "complete", done.stderr
     (src / "config.json").unlink()
-    done = subprocess.run([sys.executable, engine, "check", str(src)], capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
     assert done.returncode == 1 and "no config.json" in done.stdout

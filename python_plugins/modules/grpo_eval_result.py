@@ -13,28 +13,32 @@ description:
   - C(state=query) (read-only) returns the kept result when there is one, else the folder OpenCompass should work
     in. C(state=collected) reads OpenCompass's result file (C(<work_dir>/<time>/results/<abbr>/<dataset>.json))
     and its summary CSV, checks they agree, and keeps the figures with the file's path and sha256.
+  - C(state=reported) writes the report files (C(<eval_dir>/reports/<report_name>.<ext>), one per entry of
+    I(reports)) in one call, each only when its content differs, atomically (a reader never sees half a report).
   - Supports check mode.
 options:
   name:
-    description: Which model this is in the report (base or trained).
+    description: Which model this is in the report (base or trained). Required by query and collected.
     type: str
-    required: true
   model_dir:
-    description: The Hugging Face model folder evaluated.
+    description: The Hugging Face model folder evaluated. Required by query and collected.
     type: path
-    required: true
   model:
-    description: What to call the model in the report (a hub id, or a checkpoint step).
+    description: What to call the model in the report (a hub id, or a checkpoint step). Required by query and collected.
     type: str
-    required: true
   data_file:
-    description: The problems (OpenCompass's math.json).
+    description: The problems (OpenCompass's math.json). Required by query and collected.
     type: path
-    required: true
   settings:
     description: The evaluation settings that decide the result (output length, batch size, limit, kwargs).
+      Required by query and collected.
     type: dict
-    required: true
+  report_name:
+    description: The report files' name without extension (state=reported).
+    type: str
+  reports:
+    description: The report's text by file extension, for example md and json (state=reported).
+    type: dict
   eval_dir:
     description: The eval stage's folder (kept results in C(results/), OpenCompass runs in C(opencompass/)).
     type: path
@@ -44,9 +48,9 @@ options:
     type: str
     default: math
   state:
-    description: query or collected.
+    description: query, collected or reported.
     type: str
-    choices: [query, collected]
+    choices: [query, collected, reported]
     default: query
 author:
   - GRPO on Ascend maintainers
@@ -85,51 +89,77 @@ result:
   description: accuracy (0-100), problems, correct, result_file, result_sha256, model, evaluated_at, settings.
   returned: when found or collected
   type: dict
+paths:
+  description: The report files, by extension (state=reported).
+  returned: state=reported
+  type: dict
+  sample: {md: /data/grpo/eval/reports/p-e-step_2.md, json: /data/grpo/eval/reports/p-e-step_2.json}
 """
 
-import hashlib
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation
+from ansible.module_utils.ascend_grpo import evaluation, workspace
+
+MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def report(module, p):
+    """Write each report file that differs; in check mode say which would change."""
+    folder = os.path.join(p["eval_dir"], "reports")
+    paths, changed = {}, False
+    for ext, text in sorted(p["reports"].items()):
+        path = paths[ext] = os.path.join(folder, "%s.%s" % (p["report_name"], ext))
+        text = text if text.endswith("\n") else text + "\n"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                same = handle.read() == text
+        except OSError:
+            same = False
+        if same:
+            continue
+        changed = True
+        if not module.check_mode:
+            os.makedirs(folder, exist_ok=True)
+            with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(path + ".tmp", path)
+    module.exit_json(changed=changed, paths=paths)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type="str", required=True),
-            model_dir=dict(type="path", required=True),
-            model=dict(type="str", required=True),
-            data_file=dict(type="path", required=True),
-            settings=dict(type="dict", required=True),
+            name=dict(type="str"),
+            model_dir=dict(type="path"),
+            model=dict(type="str"),
+            data_file=dict(type="path"),
+            settings=dict(type="dict"),
             eval_dir=dict(type="path", required=True),
             dataset=dict(type="str", default="math"),
-            state=dict(type="str", default="query", choices=["query", "collected"]),
+            state=dict(type="str", default="query", choices=["query", "collected", "reported"]),
+            report_name=dict(type="str"),
+            reports=dict(type="dict"),
         ),
+        required_if=[("state", "query", MODEL_OPTIONS), ("state", "collected", MODEL_OPTIONS),
+                     ("state", "reported", ["report_name", "reports"])],
         supports_check_mode=True,
     )
     p = module.params
+    if p["state"] == "reported":
+        report(module, p)
     for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
         if not os.path.isfile(path):
             module.fail_json(msg="the %s model's %s %s is missing" % (p["name"], what, path))
-    data_sha = file_sha256(p["data_file"])
+    data_sha = workspace.sha256_file(p["data_file"])
     key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
     label = "%s-%s" % (p["name"], key)
     kept = os.path.join(p["eval_dir"], "results", label + ".json")
     work_dir = os.path.join(p["eval_dir"], "opencompass", label)
     result = dict(changed=False, key=key, kept=kept, work_dir=work_dir, found=False)
     if p["state"] == "query":
-        record = evaluation.read_json(kept)
+        record = workspace.read_json(kept)
         if isinstance(record, dict) and "accuracy" in record:
             result.update(found=True, result=record)
         module.exit_json(**result)
@@ -151,10 +181,7 @@ def main():
                   evaluated_at=read["run"])
     result.update(result=record, changed=True)
     if not module.check_mode:
-        os.makedirs(os.path.dirname(kept), exist_ok=True)
-        with open(kept + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-        os.replace(kept + ".tmp", kept)
+        workspace.write_json(kept, record)
     module.exit_json(**result)
 
 

@@ -71,7 +71,7 @@ EXAMPLES = r"""
     name: weights
     state_dir: /data/grpo/.grpo/jobs
     state: started
-    command: [python3, /data/grpo/.grpo/lib/grpo_weights.py, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
+    command: [python3, -m, ascend_grpo.weights, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
     secret_env:
       HF_TOKEN: "{{ hub_token }}"
 

@@ -101,6 +101,11 @@ traceback_tail:
   returned: when failed
   type: list
   elements: str
+last_launch:
+  description: The run folder's record of the last launch (C(.launch.json)), empty when it was never launched.
+  returned: always
+  type: dict
+  sample: {script_sha1: 3f2a..., pid: 4242, started_at: "2026-12-03T10:00:00+0000", profile: npu-single}
 plot:
   description: The PNG written (with the C(plot) option and at least one logged step).
   returned: when a plot was written
@@ -112,7 +117,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, jobs, verl_log
+from ansible.module_utils.ascend_grpo import evaluation, jobs, verl_log, workspace
 
 
 def checkpoints(path):
@@ -137,7 +142,8 @@ def look(p):
               "exit_status": job.get("exit_status"), "log": log, "step": summary.get("step"),
               "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
               "resumed_from": parsed.get("resumed_from"), "summary": summary,
-              "checkpoints": checkpoints(p["checkpoint_dir"])}
+              "checkpoints": checkpoints(p["checkpoint_dir"]),
+              "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {}}
     if job["state"] == "stopped":
         result["error"] = "stopped on request at %s" % job["stopped_at"]
     elif job["state"] == "failed":

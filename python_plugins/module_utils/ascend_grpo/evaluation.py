@@ -14,6 +14,8 @@ import os
 import re
 import tempfile
 
+from . import workspace
+
 MERGE_MANIFEST = ".grpo-merge.json"
 LATEST = "latest_checkpointed_iteration.txt"
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
@@ -120,12 +122,7 @@ def checkpoint_fingerprint(actor_dir):
     return fingerprint(actor_dir, files)
 
 
-def read_json(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+read_json = workspace.read_json
 
 
 def writable_problem(path):
@@ -246,8 +243,7 @@ def read_result(work_dir, dataset="math"):
     details = list(details.values()) if isinstance(details, dict) else (details or [])
     correct = sum(1 for d in details if isinstance(d, dict) and _is_correct(d.get("correct")))
     abbr = os.path.basename(os.path.dirname(path))
-    with open(path, "rb") as handle:
-        sha = hashlib.sha256(handle.read()).hexdigest()
+    sha = workspace.sha256_file(path)
     predictions = os.path.join(work_dir, run, "predictions", abbr, dataset + ".json")
     return {"accuracy": float(data["accuracy"]), "problems": len(details), "correct": correct, "abbr": abbr,
             "run": run, "result_file": path, "result_sha256": sha,

@@ -22,6 +22,8 @@ import signal
 import subprocess
 import time
 
+from . import workspace
+
 # The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
 _WRAPPER = 'cd "$1" || exit 97; log="$2"; shift 2; "$@" >>"$log" 2>&1 < /dev/null; rc=$?; ' \
            'printf "%s\\n" "$rc" > "$GRPO_JOB_DIR/exit.tmp" && mv "$GRPO_JOB_DIR/exit.tmp" "$GRPO_JOB_DIR/exit"; ' \
@@ -32,12 +34,7 @@ class JobError(Exception):
     """A job that cannot be started or stopped as asked."""
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+_read_json = workspace.read_json
 
 
 def _proc_starttime(pid):
@@ -158,13 +155,13 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
     child_env.update({k: str(v) for k, v in (env or {}).items()})
     child_env["GRPO_JOB_DIR"] = job_dir
     with open(log, "ab") as handle:
-        handle.write(("=== %s start: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        handle.write(("=== %s start: %s\n" % (workspace.now_iso(),
                                              " ".join(shlex.quote(a) for a in argv))).encode())
     proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=child_env, start_new_session=True, close_fds=True)
     meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": proc.pid,
-            "starttime": _proc_starttime(proc.pid), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "starttime": _proc_starttime(proc.pid), "started": workspace.now_iso()}
     tmp = os.path.join(job_dir, "job.json.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=2)
@@ -192,7 +189,7 @@ def stop(state_dir, name, grace=30.0):
     if not _alive(meta):
         return False, status(state_dir, name)
     with open(os.path.join(job_dir, "stopped"), "w", encoding="utf-8") as handle:
-        handle.write(time.strftime("%Y-%m-%dT%H:%M:%S%z") + "\n")
+        handle.write(workspace.now_iso() + "\n")
     pgid = meta["pid"]  # the wrapper leads its own session and process group
     for sig, limit in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         try:

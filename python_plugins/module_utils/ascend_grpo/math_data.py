@@ -19,7 +19,8 @@ import json
 import os
 import time
 
-from .weights import sha256_file
+from . import workspace
+from .workspace import sha256_file
 
 REQUIRED = ("problem", "level", "type", "solution")
 DATA_SOURCE = "DigitalLearningGmbH/MATH-lighteval"
@@ -126,11 +127,7 @@ def _outputs_state(out_dir):
 
 
 def _read_manifest(out_dir):
-    try:
-        with open(os.path.join(out_dir, MANIFEST), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+    return workspace.read_json(os.path.join(out_dir, MANIFEST))
 
 
 def plan(spec):
@@ -251,7 +248,7 @@ def build(spec, step):
     record = {k: step[k] for k in ("source", "repo", "revision", "local_dir", "options", "input")}
     record.update(rows=rows, dropped=dropped, outputs=_outputs_state(dest),
                   sha256={n: sha256_file(os.path.join(dest, n)) for n in OUTPUTS},
-                  built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                  built_at=workspace.now_iso())
     with open(os.path.join(dest, MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     return {"rows": rows, "dropped": dropped, "backups": backups}

@@ -13,19 +13,21 @@ Two steps, so that bad input fails before anything is fetched or replaced:
 The manifest is what "complete" means: every file it lists present with its size. The tokenizer files the assets
 stage edits (``tokenizer_config.json``, ``chat_template.jinja``) need only be present.
 
-Standard library plus huggingface_hub (hub) or modelscope (ModelScope), imported only when used: the file is also
-copied into the training environment and run there as a script (``python3 grpo_weights.py fetch --plan FILE``).
+Standard library plus huggingface_hub (hub) or modelscope (ModelScope), imported only when used. The assets stage
+ships this module with the package's ``workspace`` into the training environment and runs it as a detached job
+(``python3 -m ascend_grpo.weights fetch --plan FILE``).
 """
 
 import argparse
 import fnmatch
-import hashlib
 import json
 import os
 import shutil
 import sys
 import threading
 import time
+
+from . import workspace
 
 MANIFEST = ".grpo-weights.json"
 EDITED = ("tokenizer_config.json", "chat_template.jinja")
@@ -213,13 +215,7 @@ class Progress:
         self._thread.join()
 
 
-def sha256_file(path):
-    """The sha256 of a file, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+sha256_file = workspace.sha256_file
 
 
 def fetch(step, token=None, out=sys.stdout, interval=5.0):
@@ -275,7 +271,7 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
         raise WeightsError("repo" if step["source"] != "local" else "local_dir",
                            "%s is not a usable model folder: %s" % (dest, "; ".join(problems)))
     manifest = {k: step.get(k) for k in ("source", "repo", "revision", "local_dir", "allow", "commit")}
-    manifest.update(files=files, fetched_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    manifest.update(files=files, fetched_at=workspace.now_iso())
     tmp = os.path.join(dest, MANIFEST + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=2, sort_keys=True)
