@@ -334,7 +334,9 @@ def stage(tmp_path, root, *args, **settings):
     """The verl_compat_patch role through ansible-playbook (the import check off: no vLLM in this Python)."""
     book = tmp_path / "patch.yml"
     book.write_text(PLAYBOOK)
+    # what the container stage sets for a training environment (grpo_common checks it first)
     extra = dict({"verl_compat_patch_verl_dir": root, "verl_compat_patch_check": False,
+                  "grpo_workspace": str(tmp_path),
                   "ansible_python_interpreter": sys.executable}, **settings)
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
                            str(book), "-e", json.dumps(extra), *args], cwd=ROOT, capture_output=True, text=True,
