@@ -204,10 +204,9 @@ def test_sharded_folder_needs_every_shard(tmp_path):
 
 def test_check_cli_runs_from_the_files_the_assets_stage_ships(tmp_path):
     """The fetcher runs in the training environment as `python -m ascend_grpo.weights`, from the files the assets
-    stage copies there (its loop in weights.yml): they must be all it imports."""
-    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "assets", "tasks", "weights.yml"), encoding="utf-8"))
-    block = next(t for t in tasks if "block" in t)["block"]
-    shipped = next(t for t in block if "ansible.builtin.copy" in t and "loop" in t)["loop"]
+    stage copies there (its loop in fetch.yml): they must be all it imports."""
+    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "assets", "tasks", "fetch.yml"), encoding="utf-8"))
+    shipped = next(t for t in tasks if "ansible.builtin.copy" in t and "loop" in t)["loop"]
     lib = tmp_path / "lib" / "ascend_grpo"
     lib.mkdir(parents=True)
     for name in shipped:

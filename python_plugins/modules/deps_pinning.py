@@ -78,6 +78,14 @@ options:
         is C(<download_cache>/http).
       - Not used with a site wheelhouse (that is offline already).
     type: path
+  venv:
+    description:
+      - A virtual environment to manage instead of I(python) (its C(bin/python)), made first with I(venv_python)
+        (C(python -m venv)) when it is not there; in check mode a missing one is reported as a change.
+    type: path
+  venv_python:
+    description: The Python that makes I(venv) (default the one running the module).
+    type: str
   plan_platform:
     description:
       - Resolve for another platform from metadata only (for example arch aarch64, python_version 3.11,
@@ -195,7 +203,10 @@ def main():
             download_cache=dict(type="path"),
             source=dict(type="dict"),
             fail_on_drift=dict(type="bool", default=True),
+            venv=dict(type="path"),
+            venv_python=dict(type="str"),
         ),
+        mutually_exclusive=[("python", "venv")],
         supports_check_mode=True,
     )
     p = module.params
@@ -204,6 +215,20 @@ def main():
     if problems:
         module.fail_json(msg="profile %s is not valid: %s" % (profile.get("name"), "; ".join(problems)))
     python = p["python"] or sys.executable
+    venv_made = False
+    if p["venv"]:
+        python = os.path.join(p["venv"], "bin", "python")
+        if not os.path.exists(python):
+            if module.check_mode:
+                module.exit_json(changed=True, satisfied=False, python=python,
+                                 msg="would make the virtual environment %s, then install %s into it" % (
+                                     p["venv"], profile["name"]))
+            maker = p["venv_python"] or sys.executable
+            rc, _, err = module.run_command([maker, "-m", "venv", p["venv"]])
+            if rc != 0:
+                module.fail_json(msg="cannot make the virtual environment %s with %s: %s" % (
+                    p["venv"], maker, err.strip()[-800:]))
+            venv_made = True
     paths = {k: str(v) for k, v in p["paths"].items()}
     p["paths"] = paths
     os.makedirs(p["state_dir"], exist_ok=True)
@@ -250,7 +275,7 @@ def main():
     profile_ok = installed_digest == digest if (p["state"] == "present" or p["source"] is not None) else True
     # accepted drift counts as satisfied, or every rerun would run pip
     satisfied = report["ok"] and editable_ok and source_ok and profile_ok
-    result = dict(changed=False, satisfied=satisfied, source_ok=source_ok, python=python,
+    result = dict(changed=venv_made, satisfied=satisfied, source_ok=source_ok, python=python,
                   python_version=before["python"], arch=arch)
 
     def with_editable(report, editable_url):

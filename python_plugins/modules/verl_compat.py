@@ -19,7 +19,9 @@ description:
     C(globals()[name] = ...)) cannot be proven either way, so it is listed as C(unverifiable), never passed or
     failed.
   - A file of the tree that Python could not load (a syntax error, a byte that is not UTF-8) is a finding too.
-  - Read-only.
+  - With I(state_dir), the answer is kept with a fingerprint of what it depends on (every .py file of the tree by
+    size and time, the installed distributions, the settings); a rerun with nothing changed returns it at once.
+  - Changes nothing but that kept answer (not in check mode).
 options:
   root:
     description:
@@ -67,6 +69,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cached:
+  description: Whether the answer is the last check's, kept in C(<state_dir>/compat-check.json) because nothing it
+    depends on changed (the tree's files, the installed distributions, the settings).
+  returned: always
+  type: bool
 unresolved:
   description:
     - Every finding, one per import (file, line, module, missing, unverifiable, when, default_path, optional).
@@ -100,6 +107,7 @@ blocking:
   elements: dict
 """
 
+import os
 import site
 import sys
 
@@ -129,11 +137,22 @@ def main():
         module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err)
     paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",
                                                                                        "dist-packages"))]
-    unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
-    blocking = compat.blocking(unresolved, p["enable_optional"])
-    lines = [compat.describe(u) for u in unresolved]
-    reached = sorted(compat.reachable(compat.module_files(p["root"]), p["entries"]))  # scans cached by check
-    result = dict(changed=False, unresolved=unresolved, blocking=blocking, lines=lines, paths=paths, reached=reached)
+    settings = {k: p[k] for k in ("root", "entries", "watched", "optional", "enable_optional")}
+    settings.update(paths=paths, python=sys.version)
+    stamp = compat.fingerprint(p["root"], paths, settings)
+    cache = os.path.join(p["state_dir"], "compat-check.json") if p["state_dir"] else None
+    kept = workspace.read_json(cache) if cache else None
+    if isinstance(kept, dict) and kept.get("fingerprint") == stamp and isinstance(kept.get("result"), dict):
+        # nothing the answer depends on changed since the last check: its answer stands
+        result = dict(kept["result"], cached=True)
+    else:
+        unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
+        reached = sorted(compat.reachable(compat.module_files(p["root"]), p["entries"]))  # scans cached by check
+        result = dict(changed=False, unresolved=unresolved, blocking=compat.blocking(unresolved, p["enable_optional"]),
+                      lines=[compat.describe(u) for u in unresolved], paths=paths, reached=reached, cached=False)
+        if cache and not module.check_mode:
+            workspace.write_json(cache, {"fingerprint": stamp, "result": result})
+    blocking = result["blocking"]
     if blocking:
         module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
                              + "\n".join(compat.describe(b) for b in blocking), **result)

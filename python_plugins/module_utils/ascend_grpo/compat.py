@@ -14,6 +14,7 @@ not guarded (inside ``try: ... except ImportError``).
 """
 
 import ast
+import hashlib
 import importlib.util
 import json
 import os
@@ -40,6 +41,24 @@ def module_files(root, package="verl"):
                 rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
                 out[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = path
     return out
+
+
+def fingerprint(root, paths, settings, package="verl"):
+    """What a check's answer depends on: every .py file of the tree (path, size, mtime), the distributions
+    installed in ``paths`` (their dist-info folders' names and times: an install or removal changes them) and the
+    check's settings. Equal fingerprints give equal answers, so a rerun can keep the last one."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for path in sorted(module_files(root, package).values()):
+        digest.update(("%s\0%d\0%d\n" % _stamp(path)).encode())
+    for base in paths:
+        try:
+            names = sorted(n for n in os.listdir(base) if n.endswith((".dist-info", ".egg-info", ".egg-link", ".pth")))
+        except OSError:
+            continue
+        for name in names:
+            digest.update(("%s\0%d\n" % (os.path.join(base, name),
+                                           os.stat(os.path.join(base, name)).st_mtime_ns)).encode())
+    return digest.hexdigest()
 
 
 _TEXT_CACHE = {}

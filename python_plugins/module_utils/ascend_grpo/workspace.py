@@ -66,6 +66,39 @@ def write_json(path, data, indent=2):
     return True
 
 
+def write_text(path, text, mode=0o644, backup=False, check_mode=False):
+    """Put ``text`` in ``path`` (atomically, making its folder) when it differs; with ``backup``, a copy that was
+    there is kept as ``<path>.bak-<time>`` first. Returns (changed, backup path or None); nothing is written in
+    check mode."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            before = handle.read()
+    except OSError:
+        before = None
+    if before == text:
+        if not check_mode and (os.stat(path).st_mode & 0o7777) != mode:
+            os.chmod(path, mode)
+        return False, None
+    kept = backup_path(path) if backup and before is not None else None
+    if check_mode:
+        return True, kept
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        if kept:
+            os.replace(path, kept)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True, kept
+
+
 def sha256_file(path, chunk=1 << 20):
     """The sha256 of a file's bytes, read in chunks (weights shards are gigabytes)."""
     digest = hashlib.sha256()

@@ -1,0 +1,98 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: folders and rendered files in the workspace, in one call."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_files
+short_description: Make folders and write rendered files (keeping a former copy) in one call
+description:
+  - Makes each folder of I(dirs) (with its parents), then writes each file of I(files) whose content differs,
+    atomically (a reader never sees half a file). With C(backup), a former copy (perhaps edited by someone) is kept
+    as C(<path>.bak-<time>) first.
+  - One call for what would otherwise be a folder task and a template task per file (each a round trip to the
+    training environment); the content is rendered on the controller (C(lookup('ansible.builtin.template', ...))).
+  - Supports check mode (writes nothing, says what would change) and diff.
+options:
+  dirs:
+    description: Folders to make.
+    type: list
+    elements: path
+    default: []
+  files:
+    description: Files to write, each with C(path), C(content), C(mode) (octal string, default 0644) and C(backup).
+    type: list
+    elements: dict
+    default: []
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: The run folder and its script
+  grpo_files:
+    dirs: [/data/grpo/runs/p/e/logs]
+    files:
+      - path: /data/grpo/runs/p/e/run_grpo.sh
+        content: "{{ lookup('ansible.builtin.template', 'run_grpo.sh.j2') }}"
+        mode: "0755"
+        backup: true
+"""
+
+RETURN = r"""
+files:
+  description: Per file, its path, whether it changed, its sha1 (as ansible.builtin.copy reports it) and the backup.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /data/grpo/runs/p/e/run_grpo.sh, changed: false, checksum: 2c26b46b..., backup: null}]
+"""
+
+import hashlib
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import workspace
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(dirs=dict(type="list", elements="path", default=[]),
+                           files=dict(type="list", elements="dict", default=[])),
+        supports_check_mode=True,
+    )
+    p = module.params
+    changed, out, diffs = False, [], []
+    for folder in p["dirs"]:
+        if not os.path.isdir(folder):
+            changed = True
+            diffs.append({"before_header": folder, "after_header": folder, "before": "", "after": "(folder)\n"})
+            if not module.check_mode:
+                os.makedirs(folder, mode=0o755, exist_ok=True)
+    for spec in p["files"]:
+        if not isinstance(spec.get("path"), str) or not isinstance(spec.get("content"), str):
+            module.fail_json(msg="each of files needs a path and a content (text): %r" % sorted(spec))
+        path, text = os.path.expanduser(spec["path"]), spec["content"]
+        try:
+            mode = int(str(spec.get("mode") or "0644"), 8)
+        except ValueError:
+            module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (path, spec.get("mode")))
+        before = None
+        if module._diff and os.path.isfile(path):  # pylint: disable=protected-access
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                before = handle.read()
+        try:
+            did, kept = workspace.write_text(path, text, mode, bool(spec.get("backup")), module.check_mode)
+        except OSError as err:
+            module.fail_json(msg="%s cannot be written: %s" % (path, err.strerror or err), files=out)
+        changed = changed or did
+        if did and module._diff:  # pylint: disable=protected-access
+            diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": text})
+        out.append({"path": path, "changed": did, "backup": kept,
+                    "checksum": hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()})
+    module.exit_json(changed=changed, files=out, diff=diffs)
+
+
+if __name__ == "__main__":
+    main()
