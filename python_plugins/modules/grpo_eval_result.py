@@ -13,7 +13,7 @@ description:
   - C(state=query) (read-only) returns the kept result when there is one, else the folder OpenCompass should work
     in. C(state=collected) reads OpenCompass's result file (C(<work_dir>/<time>/results/<abbr>/<dataset>.json))
     and its summary CSV, checks they agree, and keeps the figures with the file's path and sha256.
-  - C(state=reported) writes the report files (C(<eval_dir>/reports/<report_name>.<ext>), one per entry of
+  - C(state=reported) writes the report files (C(<report_dir>/<report_name>.<ext>), one per entry of
     I(reports)) in one call, each only when its content differs, atomically (a reader never sees half a report).
   - Supports check mode.
 options:
@@ -39,6 +39,9 @@ options:
   reports:
     description: The report's text by file extension, for example md and json (state=reported).
     type: dict
+  report_dir:
+    description: Where the report files go (state=reported; default C(<eval_dir>/reports)).
+    type: path
   eval_dir:
     description: The eval stage's folder (kept results in C(results/), OpenCompass runs in C(opencompass/)).
     type: path
@@ -107,24 +110,13 @@ MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 
 def report(module, p):
     """Write each report file that differs; in check mode say which would change."""
-    folder = os.path.join(p["eval_dir"], "reports")
+    folder = p["report_dir"] or os.path.join(p["eval_dir"], "reports")
     paths, changed = {}, False
     for ext, text in sorted(p["reports"].items()):
         path = paths[ext] = os.path.join(folder, "%s.%s" % (p["report_name"], ext))
-        text = text if text.endswith("\n") else text + "\n"
-        try:
-            with open(path, encoding="utf-8") as handle:
-                same = handle.read() == text
-        except OSError:
-            same = False
-        if same:
-            continue
-        changed = True
-        if not module.check_mode:
-            os.makedirs(folder, exist_ok=True)
-            with open(path + ".tmp", "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(path + ".tmp", path)
+        did, _ = workspace.write_text(path, text if text.endswith("\n") else text + "\n",
+                                      check_mode=module.check_mode)
+        changed = changed or did
     module.exit_json(changed=changed, paths=paths)
 
 
@@ -141,6 +133,7 @@ def main():
             state=dict(type="str", default="query", choices=["query", "collected", "reported"]),
             report_name=dict(type="str"),
             reports=dict(type="dict"),
+            report_dir=dict(type="path"),
         ),
         required_if=[("state", "query", MODEL_OPTIONS), ("state", "collected", MODEL_OPTIONS),
                      ("state", "reported", ["report_name", "reports"])],
@@ -151,7 +144,9 @@ def main():
         report(module, p)
     for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
         if not os.path.isfile(path):
-            module.fail_json(msg="the %s model's %s %s is missing" % (p["name"], what, path))
+            module.fail_json(msg="the %s model's %s %s is missing: run the assets stage (--tags assets)%s." % (
+                p["name"], what, path, ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
+                if p["name"] == "base" and what == "model folder" else ""))
     data_sha = workspace.sha256_file(p["data_file"])
     key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
     label = "%s-%s" % (p["name"], key)

@@ -5,13 +5,15 @@
 DOCUMENTATION = r"""
 ---
 module: grpo_files
-short_description: Make folders and write rendered files (keeping a former copy) in one call
+short_description: Make folders, write rendered files (keeping a former copy) and leave stage records in one call
 description:
   - Makes each folder of I(dirs) (with its parents), then writes each file of I(files) whose content differs,
     atomically (a reader never sees half a file). With C(backup), a former copy (perhaps edited by someone) is kept
     as C(<path>.bak-<time>) first.
-  - One call for what would otherwise be a folder task and a template task per file (each a round trip to the
-    training environment); the content is rendered on the controller (C(lookup('ansible.builtin.template', ...))).
+  - With I(records), leaves stage records in I(state_dir) as M(grpo_handover) does (C(<state_dir>/<stage>.json)).
+  - One call for what would otherwise be a folder task, a template task per file and a record task (each a round
+    trip to the training environment); the content is rendered on the controller
+    (C(lookup('ansible.builtin.template', ...))).
   - Supports check mode (writes nothing, says what would change) and diff.
 options:
   dirs:
@@ -24,6 +26,13 @@ options:
     type: list
     elements: dict
     default: []
+  records:
+    description: Stage records to leave, by stage (C(train), ...), in I(state_dir).
+    type: dict
+    default: {}
+  state_dir:
+    description: The workspace's state folder (C(<workspace>/.grpo)), for I(records).
+    type: path
 author:
   - GRPO on Ascend maintainers
 """
@@ -49,6 +58,7 @@ files:
 """
 
 import hashlib
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -59,7 +69,9 @@ from ansible.module_utils.ascend_grpo import workspace
 def main():
     module = AnsibleModule(
         argument_spec=dict(dirs=dict(type="list", elements="path", default=[]),
-                           files=dict(type="list", elements="dict", default=[])),
+                           files=dict(type="list", elements="dict", default=[]),
+                           records=dict(type="dict", default={}), state_dir=dict(type="path")),
+        required_by={"records": ["state_dir"]},
         supports_check_mode=True,
     )
     p = module.params
@@ -91,6 +103,16 @@ def main():
             diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": text})
         out.append({"path": path, "changed": did, "backup": kept,
                     "checksum": hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()})
+    for stage, record in sorted(p["records"].items()):
+        if stage not in workspace.STAGES or not isinstance(record, dict):
+            module.fail_json(msg="records: %r is not a stage's record (stages: %s; a record is a mapping)" % (
+                stage, ", ".join(workspace.STAGES)))
+        record = json.loads(json.dumps(record))
+        if workspace.write_record(p["state_dir"], stage, record, module.check_mode):
+            changed = True
+            diffs.append({"before_header": workspace.record_path(p["state_dir"], stage),
+                          "after_header": workspace.record_path(p["state_dir"], stage), "before": "",
+                          "after": json.dumps(record, indent=2, sort_keys=True) + "\n"})
     module.exit_json(changed=changed, files=out, diff=diffs)
 
 
