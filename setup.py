@@ -19,6 +19,8 @@ setup(
     extras_require={
         "test": [
             "molecule>=25",
+            # tests and benchmarks run the playbooks through it and read its events
+            "ansible-runner>=2.4",
             "molecule-plugins[docker]>=23.5",
             "docker>=7",
             "ansible-lint>=25",

@@ -1,28 +1,29 @@
-"""Shared by the benchmarks: run a playbook of this package against the simulated host and time it."""
+"""Shared by the benchmarks: run a playbook of this package against the simulated host (through ansible-runner)
+and time it."""
 
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-           PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+from ascend_grpo import playrun
 
 
-def run(*args):
-    """ansible-playbook ARGS -i inventories/sim; returns (seconds, changed count, stdout)."""
-    start = time.perf_counter()
-    proc = subprocess.run([PLAYBOOK, *args, "-i", "inventories/sim"], cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit("benchmark run failed:\n" + proc.stdout[-3000:] + proc.stderr[-1000:])
-    return elapsed, sum(int(n) for n in re.findall(r"changed=(\d+)", proc.stdout)), proc.stdout
+def run(*args, env=None):
+    """ansible-playbook ARGS -i inventories/sim; returns (seconds, changed count, stdout). A changed count comes
+    from the run's events (per host and task), not from its text."""
+    done = playrun.run(args[0], *args[1:], "-i", "inventories/sim", env=env)
+    if done.returncode != 0:
+        sys.exit("benchmark run failed:\n" + done.stdout[-3000:] + "\n" + "\n".join(map(str, done.failed)))
+    return done.seconds, sum(h["changed"] for h in done.stats.values()), done.stdout
+
+
+def run_events(*args):
+    """As run(), but the whole result: events, the tasks that changed, by name."""
+    done = playrun.run(args[0], *args[1:], "-i", "inventories/sim")
+    if done.returncode != 0:
+        sys.exit("benchmark run failed:\n" + done.stdout[-3000:] + "\n" + "\n".join(map(str, done.failed)))
+    return done
 
 
 def stage(tags, name, workspace, *args):

@@ -28,8 +28,8 @@ def once():
                     "/data/grpo/runs/sim/" + EXPERIMENT], check=True)
     extra = json.dumps({"grpo_train_experiment": EXPERIMENT, "grpo_train_wait_for": "first_step",
                         "grpo_train_relaunch": True})
-    simrun.ENV["ANSIBLE_CALLBACKS_ENABLED"] = "grpo_progress,ansible.posix.profile_tasks"
-    total, _changed, out = simrun.run("site.yml", "--tags", "train", "-e", extra)
+    total, _changed, out = simrun.run("site.yml", "--tags", "train", "-e", extra,
+                                      env={"ANSIBLE_CALLBACKS_ENABLED": "grpo_progress,ansible.posix.profile_tasks"})
     tasks = {}
     for line in out.splitlines():
         match = LINE.match(line.strip())

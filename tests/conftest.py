@@ -37,16 +37,12 @@ def verl634(upstream_634, tmp_path):
     return shutil.copytree(upstream_634, str(tmp_path / "verl-634bd935"))
 
 
-# The ansible-playbook of the Python running the tests (the venv's), whatever PATH says.
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
 def playbook(*args, env=None):
-    full_env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                    ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                    **(env or {}))
-    return subprocess.run([ANSIBLE_PLAYBOOK, *args], cwd=ROOT, capture_output=True, text=True, env=full_env,
-                          check=False, timeout=900)
+    """``ansible-playbook ARGS`` (the playbook first) through ansible-runner: ``returncode``, ``stdout`` (for
+    messages), ``events`` and the tasks that ``changed`` or ``failed``, by name."""
+    from ascend_grpo import playrun
+
+    return playrun.run(args[0], *args[1:], env=env, timeout=900)
 
 
 def run_module(name, params, check=False, env=None):
