@@ -98,6 +98,19 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ascend_grpo import math_data
 
 
+# The fix for each field a plan can fail on, naming the assets stage's setting.
+FIX = {
+    "repo": "set assets_data_repo to a dataset repository that exists.",
+    "revision": "set assets_data_revision to a branch, tag or commit of %(repo)s.",
+    "endpoint": "check the link or set assets_hub_endpoint, or fetch the parquet files elsewhere and use "
+                "assets_data_source=local.",
+    "local_dir": "set assets_data_local_dir to a folder holding train*.parquet and test*.parquet with the columns "
+                 "problem, level, type and solution.",
+    "dest": "set assets_data_dir to a folder path.",
+    "source": "set assets_data_source to hf or local.",
+}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -128,7 +141,8 @@ def main():
             module.exit_json(changed=True, action="build", reason=step["reason"], rows={})
         result = math_data.build(spec, step)
     except math_data.DataError as err:
-        module.fail_json(msg=str(err), field=err.field)
+        module.fail_json(msg="%s. Fix: %s" % (str(err).rstrip("."), FIX.get(err.field, FIX["source"]) % {
+            "repo": spec.get("repo")}), field=err.field)
     module.exit_json(changed=True, action="build", reason=step["reason"], **result)
 
 

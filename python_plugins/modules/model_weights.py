@@ -91,6 +91,20 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ascend_grpo import weights
 
 
+# The fix for each field a plan can fail on, naming the assets stage's setting.
+FIX = {
+    "repo": "set assets_model_repo to a model repository that exists (or assets_hub_token for a private one).",
+    "revision": "set assets_model_revision to a branch, tag or commit of %(repo)s.",
+    "token": "set assets_hub_token (accept the model's terms on the hub first).",
+    "endpoint": "check the link, set assets_hub_endpoint to a reachable mirror, or fetch the model elsewhere and "
+                "use assets_model_source=local.",
+    "local_dir": "set assets_model_local_dir to a folder with config.json, *.safetensors and the tokenizer files.",
+    "dest": "set assets_model_dir to a folder path.",
+    "allow": 'include "*.safetensors" in assets_model_allow_patterns.',
+    "source": "set assets_model_source to hf, modelscope or local.",
+}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -116,7 +130,8 @@ def main():
     try:
         step = weights.plan(spec)
     except weights.WeightsError as err:
-        module.fail_json(msg=str(err), field=err.field)
+        module.fail_json(msg="%s. Fix: %s" % (str(err).rstrip("."), FIX.get(err.field, FIX["source"]) % {
+            "repo": spec.get("repo")}), field=err.field)
     step.pop("token", None)
     module.exit_json(changed=False, **step)
 
