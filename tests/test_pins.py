@@ -34,8 +34,12 @@ def fixture(name):
 def test_requirements_and_names():
     assert pins.read_requirements(FILES["/pkg/base.txt"]) == [
         "requests>=2", "urllib3<2", "ray[default]==2.46.0 ; python_version<'3.12'"]
+    # read by packaging (PEP 508): the marker comes back in its normal form
     assert pins.split_requirement("ray[default]==2.46.0 ; python_version<'3.12'") == (
-        "ray", "[default]", "==2.46.0", "python_version<'3.12'")
+        "ray", "[default]", "==2.46.0", 'python_version < "3.12"')
+    assert pins.split_requirement("verl @ file:///data/grpo/verl") == ("verl", "", "@ file:///data/grpo/verl", "")
+    with pytest.raises(pins.ProfileError, match="cannot read requirement 'ray=2'"):
+        pins.split_requirement("ray=2")
     assert pins.canonical("Torch_NPU") == pins.canonical("torch-npu") == "torch-npu"
 
 

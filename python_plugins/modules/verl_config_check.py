@@ -119,7 +119,8 @@ def main():
         module.fail_json(msg="The run would fail; change: " + "; ".join(
             e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
             for e in errors), errors=errors)
-    summary = {key: train_rules._get(cfg, key) for key in SUMMARY}  # pylint: disable=protected-access
+    conf = train_rules.config(cfg)
+    summary = {key: train_rules._get(conf, key) for key in SUMMARY}  # pylint: disable=protected-access
     module.exit_json(changed=False, errors=[], summary=summary, verl_dir=p["verl_dir"])
 
 

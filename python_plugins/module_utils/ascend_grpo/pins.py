@@ -27,7 +27,20 @@ installing the pins after them); the plan lists every such override so it is vis
 import json
 import re
 
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
+from . import workspace
+
+try:  # the packaging library; before any install a bare environment still has pip's own copy
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+except ImportError:  # pragma: no cover - exercised only where packaging is not installed
+    from pip._vendor.packaging.requirements import InvalidRequirement, Requirement
+    from pip._vendor.packaging.utils import canonicalize_name
+    from pip._vendor.packaging.version import InvalidVersion, Version
+# pip explains a conflict only in words (its --report has no conflict section, and pip writes no report when the
+# resolution fails): these read that text. Its requirement phrases are not PEP 508 ("urllib3<1.27 and >=1.25.4"),
+# so only the leading project name is taken from them.
+_LEADING_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _CONFLICT = re.compile(r"^\s+(?:The user requested(?: \(constraint\))? (?P<user>.+)|"
                        r"(?P<who>\S+) (?P<ver>\S+) depends on (?P<dep>.+))$")
 
@@ -38,17 +51,28 @@ class ProfileError(ValueError):
 
 def canonical(name):
     """PEP 503 normalized name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
+
+
+def leading_name(text):
+    """The project name at the start of a requirement phrase of pip's messages ("triton==3.4.0 (from torch)",
+    "urllib3<1.27 and >=1.25.4"), which are not PEP 508."""
+    match = _LEADING_NAME.match(text)
+    if not match:
+        raise ProfileError("cannot read a project name in %r" % text)
+    return match.group(1)
 
 
 def split_requirement(req):
-    """'ray[default]==2.41.0 ; python_version<"3.12"' -> ("ray", "[default]", "==2.41.0", 'python_version<"3.12"')."""
-    body, _, marker = req.partition(";")
-    match = _NAME.match(body)
-    if not match:
-        raise ProfileError("cannot read requirement %r" % req)
-    name, extras, spec = match.groups()
-    return name, extras or "", spec.strip(), marker.strip()
+    """'ray[default]==2.41.0 ; python_version<"3.12"' -> ("ray", "[default]", "==2.41.0", 'python_version < "3.12"'),
+    read by the packaging library (PEP 508); a direct reference keeps its URL as the spec ("@ URL")."""
+    try:
+        parsed = Requirement(req.strip())
+    except InvalidRequirement as err:
+        raise ProfileError("cannot read requirement %r: %s" % (req, err)) from err
+    extras = "[%s]" % ",".join(sorted(parsed.extras)) if parsed.extras else ""
+    spec = "@ " + parsed.url if parsed.url else str(parsed.specifier)
+    return parsed.name, extras, spec, str(parsed.marker) if parsed.marker else ""
 
 
 def read_requirements(text):
@@ -67,19 +91,15 @@ def public_version(version):
 
 
 def version_matches(pin, installed):
-    """PEP 440 '==' for exact pins: '2.8.0' matches '2.8.0' and '2.8.0+cpu'; '2.8.0+cpu' only '2.8.0+cpu'."""
+    """PEP 440 '==' for exact pins (packaging's Version): '2.8.0' matches '2.8.0', '2.8' and '2.8.0+cpu';
+    '2.8.0+cpu' only '2.8.0+cpu'. A version packaging cannot read matches only itself."""
     if installed is None:
         return False
-    if "+" in pin:
-        return _norm(pin) == _norm(installed)
-    return _norm(pin) == _norm(public_version(installed))
-
-
-def _norm(version):
-    parts = re.split(r"[.]", version.lower())
-    while len(parts) > 1 and parts[-1] == "0" and all(p.isdigit() for p in parts):
-        parts.pop()
-    return ".".join(parts)
+    try:
+        want, have = Version(pin), Version(installed)
+    except InvalidVersion:
+        return pin == installed
+    return want == have if want.local else want == Version(have.public)
 
 
 def validate_profile(profile):
@@ -263,7 +283,7 @@ def parse_conflict(text):
             dep, by = match.group("user"), "you (profile or constraints)"
         else:
             dep, by = match.group("dep"), "%s %s" % (match.group("who"), match.group("ver"))
-        name = split_requirement(dep)[0]
+        name = leading_name(dep)
         wants.setdefault(canonical(name), {"package": name, "wants": [], "unavailable": False})["wants"].append(
             {"by": by, "spec": dep.strip()})
     missing = re.search(r"no matching distributions available for your environment:\n((?:[ \t]+\S+\n?)+)", text)
@@ -346,13 +366,9 @@ def check_installed(pins, installed, accept=()):
 
 def table(rows, columns):
     """A plain-text table of dict rows."""
-    cells = [[str(c) for c in columns]] + [["-" if r.get(c) in (None, []) else
-                                            ("; ".join(r[c]) if isinstance(r.get(c), list) else str(r[c]))
-                                            for c in columns] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    cells = [["-" if r.get(c) in (None, []) else ("; ".join(r[c]) if isinstance(r.get(c), list) else str(r[c]))
+              for c in columns] for r in rows]
+    return "\n".join(workspace.text_table([str(c) for c in columns], cells))
 
 
 def install_steps(profile, paths, read_file, arch, site, python, constraints_path=None):

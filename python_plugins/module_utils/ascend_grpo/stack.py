@@ -204,7 +204,7 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
             break
         # A cross-platform plan sees wheels only: a source-only package cannot be planned there (it is resolved
         # natively at install). Core pins stay, so a missing pin still fails below.
-        name = pins.canonical(pins.split_requirement(missing)[0])
+        name = pins.canonical(pins.leading_name(missing))  # pip's words, not a requirement
         listed = {pins.canonical(pins.split_requirement(r)[0]) for r in requirements}
         if name in core or name not in listed:  # a pin, or a dependency of something listed: report it
             break

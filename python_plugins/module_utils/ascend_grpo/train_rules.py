@@ -4,7 +4,8 @@
 resolve=True)`` gives it) and facts about the environment (:func:`facts` gathers them on the host) and returns
 every problem as ``{"key": <the setting to change>, "message": <what is wrong and what to change>}``.
 
-Standard library only: it runs in the training environment through Ansible's module machinery.
+It runs in the training environment through Ansible's module machinery, next to verl (and so OmegaConf, which
+reads the configuration's keys).
 """
 
 import ast
@@ -17,13 +18,24 @@ CHECKPOINT_BYTES_PER_PARAM = 12
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
+def config(cfg):
+    """The configuration as OmegaConf reads it (a plain dict is wrapped once; a DictConfig is used as it is)."""
+    from omegaconf import OmegaConf
+
+    return cfg if OmegaConf.is_config(cfg) else OmegaConf.create(cfg)
+
+
 def _get(cfg, dotted, default=None):
-    node = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
+    """The value at a dotted key of the configuration (OmegaConf.select), as plain Python; ``default`` when a part
+    of the key is missing. Wrap a plain dict with :func:`config` first when asking it many keys."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        value = OmegaConf.select(config(cfg), dotted, default=default)
+    except OmegaConfBaseException:
+        return default
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def _files(value):
@@ -48,6 +60,7 @@ def defines(text, name):
 
 def facts(cfg, cards):
     """What :func:`check` needs from the host, read from the paths ``cfg`` names."""
+    cfg = config(cfg)
     model_dir = _get(cfg, "actor_rollout_ref.model.path") or ""
     out = {"cards": cards, "model_dir_exists": os.path.isfile(os.path.join(model_dir, "config.json")),
            "model_config": {}, "weights_bytes": 0, "missing_files": [], "reward_text": None, "free_bytes": None}
@@ -79,6 +92,7 @@ def checkpoint_bytes(model_config, weights_bytes):
 
 def check(cfg, env):
     """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`)."""
+    cfg = config(cfg)
     errors = []
 
     def fail(key, message):

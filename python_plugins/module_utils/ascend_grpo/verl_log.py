@@ -33,6 +33,8 @@ import re
 import time
 from datetime import datetime
 
+from . import workspace
+
 # Short name in a summary -> verl's metric key (as printed in the step lines of verl@634bd935).
 METRICS = {
     "score_mean": "critic/score/mean",
@@ -404,16 +406,11 @@ def render_table(rows):
     """
     columns = _TABLE + ((_NPU_COLUMN,) if any(row.get("npu") for row in rows) else ())
     cells = [[render(row) for _, render, _ in columns] for row in rows]
-    widths = [max([len(header)] + [len(line[i]) for line in cells]) for i, (header, _, _) in enumerate(columns)]
-
-    def join(texts):
-        padded = [text.rjust(width) if right else text.ljust(width)
-                  for text, width, (_, _, right) in zip(texts, widths, columns)]
-        return "  ".join(padded).rstrip()
-
-    out = [join([header for header, _, _ in columns]), join(["-" * width for width in widths])]
-    for row, line in zip(rows, cells):
-        out.append(join(line))
+    lines = workspace.text_table([header for header, _, _ in columns], cells,
+                                 right={i for i, (_, _, right) in enumerate(columns) if right})
+    out = lines[:2]
+    for row, line in zip(rows, lines[2:]):
+        out.append(line)
         if row.get("error"):
             out.append("    error: %s" % row["error"])
     return "\n".join(out)

@@ -108,6 +108,18 @@ def sha256_file(path, chunk=1 << 20):
     return digest.hexdigest()
 
 
+def text_table(header, rows, right=()):
+    """A fixed-width table as lines: the header, a rule of dashes, then the rows (lists of strings); columns two
+    spaces apart, the columns numbered in ``right`` right-aligned, no trailing spaces."""
+    widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(header), line(["-" * w for w in widths])] + [line(row) for row in rows]
+
+
 def record_path(state_dir, stage):
     return os.path.join(state_dir, "%s.json" % stage)
 
