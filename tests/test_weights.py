@@ -44,7 +44,7 @@ def test_hub_plan_fetch_and_rerun(hub_root, tmp_path):
     dest = tmp_path / "models" / "tiny"
     with FakeHub(str(hub_root)) as hub:
         step = weights.plan(_spec(dest, hub.url))
-        assert step["action"] == "download"
+        assert step["fetch"] == "download"
         # only what training needs: no legacy .bin, no model card
         assert sorted(step["files"]) == ["config.json", "generation_config.json", "model.safetensors",
                                          "tokenizer.json", "tokenizer_config.json"]
@@ -65,7 +65,7 @@ def test_hub_plan_fetch_and_rerun(hub_root, tmp_path):
         hub.requests.clear()
         again = weights.plan(_spec(dest, hub.url))
         # checked from the manifest and the files on disk, without asking the hub
-        assert again["action"] == "none" and hub.requests == []
+        assert again["fetch"] == "none" and hub.requests == []
 
 
 def test_complete_folder_needs_no_network(hub_root, tmp_path):
@@ -73,7 +73,7 @@ def test_complete_folder_needs_no_network(hub_root, tmp_path):
     with FakeHub(str(hub_root)) as hub:
         weights.fetch(weights.plan(_spec(dest, hub.url)), out=open(os.devnull, "w", encoding="utf-8"))
     # the hub is gone (an offline rerun): still complete
-    assert weights.plan(_spec(dest, "http://127.0.0.1:9"))["action"] == "none"
+    assert weights.plan(_spec(dest, "http://127.0.0.1:9"))["fetch"] == "none"
 
 
 def test_a_damaged_file_is_fetched_again(hub_root, tmp_path):
@@ -83,7 +83,7 @@ def test_a_damaged_file_is_fetched_again(hub_root, tmp_path):
         with open(dest / "model.safetensors", "r+b") as handle:
             handle.truncate(1000)
         step = weights.plan(_spec(dest, hub.url))
-        assert step["action"] == "download" and step["missing"] == ["model.safetensors"]
+        assert step["fetch"] == "download" and step["missing"] == ["model.safetensors"]
         weights.fetch(step, out=open(os.devnull, "w", encoding="utf-8"))
     assert os.path.getsize(dest / "model.safetensors") == 300_000
 
@@ -98,7 +98,7 @@ def test_the_edited_tokenizer_config_is_not_replaced(hub_root, tmp_path):
         assert step["missing"] == ["config.json"]
         weights.fetch(step, out=open(os.devnull, "w", encoding="utf-8"))
     assert "edited by the stage" in (dest / "tokenizer_config.json").read_text()
-    assert weights.plan(_spec(dest, "http://127.0.0.1:9"))["action"] == "none"
+    assert weights.plan(_spec(dest, "http://127.0.0.1:9"))["fetch"] == "none"
 
 
 @pytest.mark.parametrize("change, field, words", [
@@ -150,7 +150,7 @@ def test_interrupted_download_resumes(hub_root, tmp_path):
         hub.requests.clear()
         hub.ranges = []
         step = weights.plan(_spec(dest, hub.url))
-        assert step["action"] == "download"
+        assert step["fetch"] == "download"
         weights.fetch(step, out=open(os.devnull, "w", encoding="utf-8"))
         # the second fetch asked only for the rest of the file
         assert hub.ranges == ["bytes=%d-" % done]
@@ -162,19 +162,19 @@ def test_local_folder_copied_then_complete(tmp_path):
     dest = tmp_path / "models" / "tiny"
     spec = {"source": "local", "dest": str(dest), "local_dir": str(src)}
     step = weights.plan(spec)
-    assert step["action"] == "copy" and "pytorch_model.bin" not in step["files"]
+    assert step["fetch"] == "copy" and "pytorch_model.bin" not in step["files"]
     weights.fetch(step, out=open(os.devnull, "w", encoding="utf-8"))
     assert (dest / "model.safetensors").read_bytes() == (src / "model.safetensors").read_bytes()
-    assert weights.plan(spec)["action"] == "none"
+    assert weights.plan(spec)["fetch"] == "none"
 
 
 def test_local_folder_in_place_is_recorded(tmp_path):
     src = _model_folder(tmp_path / "tiny")
     spec = {"source": "local", "dest": str(src), "local_dir": str(src)}
     step = weights.plan(spec)
-    assert step["action"] == "record"
+    assert step["fetch"] == "record"
     weights.fetch(step, out=open(os.devnull, "w", encoding="utf-8"))
-    assert weights.plan(spec)["action"] == "none"
+    assert weights.plan(spec)["fetch"] == "none"
 
 
 @pytest.mark.parametrize("remove, words", [

@@ -23,16 +23,16 @@ def _reward(tmp_path, content=REWARD, **extra):
 def test_the_reward_is_deployed_proven_once_and_an_edit_kept(tmp_path):
     ws, params = _reward(tmp_path)
     first = run_module("reward_function", params)
-    assert first["changed"] and first["change"] == "create" and first["scored"], first.get("msg")
+    assert first["changed"] and first["deploy"] == "create" and first["scored"], first.get("msg")
     assert first["scores"]["right"] > 0.9 and first["scores"]["wrong"] == 0.0
     second = run_module("reward_function", params)
-    assert not second["changed"] and second["change"] == "none"
+    assert not second["changed"] and second["deploy"] == "none"
     assert second["scored"] is False and second["scores"] == first["scores"]  # the kept proof stands
     dest = ws / "reward" / "math_reward.py"
     dest.write_text(REWARD + "\n# my edit\n")
     third = run_module("reward_function", params)
     # the package's text again: the proof kept for exactly this content stands
-    assert third["changed"] and third["change"] == "replace" and third["scored"] is False
+    assert third["changed"] and third["deploy"] == "replace" and third["scored"] is False
     assert third["backup"].startswith(str(dest) + ".bak-")
     assert open(third["backup"], encoding="utf-8").read().endswith("# my edit\n")
     assert dest.read_text() == REWARD
@@ -47,7 +47,7 @@ def test_a_new_stack_proves_the_reward_again(tmp_path):
 
 def test_the_preflight_refuses_a_missing_function_and_an_unwritable_place(tmp_path):
     ws, params = _reward(tmp_path, state="planned")
-    assert run_module("reward_function", params)["change"] == "create"
+    assert run_module("reward_function", params)["deploy"] == "create"
     missing = run_module("reward_function", dict(params, name="score_it"))
     assert missing["failed"] and missing["msg"].startswith("assets_reward_name: the reward file")
     assert "defines no score_it" in missing["msg"]

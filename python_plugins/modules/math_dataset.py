@@ -66,7 +66,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-action:
+build:
   description: none (outputs current) or build.
   returned: success
   type: str
@@ -136,14 +136,14 @@ def main():
     try:
         step = math_data.plan(spec)
         if step["action"] == "none":
-            module.exit_json(changed=False, action="none", reason=step["reason"], rows=step["rows"])
+            module.exit_json(changed=False, build="none", reason=step["reason"], rows=step["rows"])
         if module.check_mode:
-            module.exit_json(changed=True, action="build", reason=step["reason"], rows={})
+            module.exit_json(changed=True, build="build", reason=step["reason"], rows={})
         result = math_data.build(spec, step)
     except math_data.DataError as err:
         module.fail_json(msg="%s. Fix: %s" % (str(err).rstrip("."), FIX.get(err.field, FIX["source"]) % {
             "repo": spec.get("repo")}), field=err.field)
-    module.exit_json(changed=True, action="build", reason=step["reason"], **result)
+    module.exit_json(changed=True, build="build", reason=step["reason"], **result)
 
 
 if __name__ == "__main__":

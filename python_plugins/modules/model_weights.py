@@ -60,8 +60,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-action:
-  description: none, download, copy or record.
+fetch:
+  description: none, download, copy or record (each module names its plan's key by its verb; Ansible claims
+    C(action)).
   returned: success
   type: str
 reason:

@@ -61,7 +61,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-change:
+deploy:
   description: none (the file there is this one), create or replace.
   returned: always
   type: str
@@ -104,15 +104,15 @@ def main():
     try:
         if p["state"] == "planned":
             module.exit_json(changed=False, backup=None,
-                             change=reward_deploy.plan(p["content"], p["dest"], p["name"], p["workspace"]))
+                             deploy=reward_deploy.plan(p["content"], p["dest"], p["name"], p["workspace"]))
         result = reward_deploy.deploy(p["content"], p["dest"], p["name"], p["python"], p["workspace"],
                                       p["state_dir"], check_mode=module.check_mode)
     except reward_deploy.RewardError as err:
         module.fail_json(msg=str(err))
-    changed = result["change"] != "none"
+    changed = result["deploy"] != "none"
     if changed and module._diff:  # pylint: disable=protected-access
         before = ""
-        if result["change"] == "replace" or (module.check_mode and os.path.isfile(p["dest"])):
+        if result["deploy"] == "replace" or (module.check_mode and os.path.isfile(p["dest"])):
             path = result["backup"] or p["dest"]
             with open(path, encoding="utf-8", errors="replace") as handle:
                 before = handle.read()

@@ -94,7 +94,7 @@ def score(python, dest, name, timeout=300):
 def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False):
     """Put the file in place (keeping a differing copy) and prove it scores; returns what happened."""
     action = plan(text, dest, name, workspace_dir)
-    result = {"change": action, "backup": None, "scored": False, "scores": None}
+    result = {"deploy": action, "backup": None, "scored": False, "scores": None}
     if check_mode:
         return result
     if action != "none":

@@ -135,7 +135,7 @@ def plan(spec):
     if same_request and not spec.get("refresh"):
         missing = missing_files(dest, manifest["files"])
         if not missing:
-            return dict(request, action="none", reason="complete (%d files as the manifest lists them)"
+            return dict(request, fetch="none", reason="complete (%d files as the manifest lists them)"
                         % len(manifest["files"]), commit=manifest.get("commit"), files=manifest["files"])
     if source == "local":
         local_dir = spec.get("local_dir") or ""
@@ -147,11 +147,11 @@ def plan(spec):
         names = [n for n in _selected(names, allow) if n != MANIFEST and not n.startswith(".cache" + os.sep)]
         files = {n: os.path.getsize(os.path.join(local_dir, n)) for n in names}
         in_place = os.path.realpath(local_dir) == os.path.realpath(dest)
-        return dict(request, action="record" if in_place else "copy", commit=None, files=files,
+        return dict(request, fetch="record" if in_place else "copy", commit=None, files=files,
                     reason="use %s in place" % local_dir if in_place else "copy from %s" % local_dir,
                     missing=missing_files(dest, files) if not in_place else [])
     if source == "modelscope":
-        return dict(request, action="download", commit=None, files={}, missing=[],
+        return dict(request, fetch="download", commit=None, files={}, missing=[],
                     reason="fetch %s@%s from ModelScope" % (spec["repo"], spec.get("revision") or "master"))
     if source != "hf":
         raise WeightsError("source", "unknown source %r: use hf, modelscope or local" % source)
@@ -168,9 +168,9 @@ def plan(spec):
     sha256 = {s.rfilename: s.lfs.sha256 for s in info.siblings if s.rfilename in files and s.lfs}
     missing = missing_files(dest, files)
     if manifest is not None and manifest.get("commit") == info.sha and not missing:
-        return dict(request, action="none", commit=info.sha, files=files,
+        return dict(request, fetch="none", commit=info.sha, files=files,
                     reason="complete at commit %s" % info.sha[:12])
-    return dict(request, action="download", commit=info.sha, files=files, sha256=sha256, missing=missing,
+    return dict(request, fetch="download", commit=info.sha, files=files, sha256=sha256, missing=missing,
                 reason="%d of %d files to fetch at commit %s" % (len(missing), len(files), info.sha[:12]))
 
 
@@ -223,8 +223,8 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
     dest = step["dest"]
     os.makedirs(dest, exist_ok=True)
     files = dict(step.get("files") or {})
-    print("%s: %s" % (step["action"], step["reason"]), file=out, flush=True)
-    if step["action"] == "download" and step["source"] == "hf":
+    print("%s: %s" % (step["fetch"], step["reason"]), file=out, flush=True)
+    if step["fetch"] == "download" and step["source"] == "hf":
         from huggingface_hub import snapshot_download  # pylint: disable=import-outside-toplevel
         for name in step.get("missing") or []:
             # a file of the wrong size is damaged, whatever huggingface_hub's own metadata says: fetch it anew
@@ -244,7 +244,7 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
             if name in step.get("missing", files) and sha256_file(os.path.join(dest, name)) != digest:
                 raise WeightsError("dest", "%s does not match the hub's sha256 after download: delete it and "
                                    "run again" % name)
-    elif step["action"] == "download":
+    elif step["fetch"] == "download":
         try:
             from modelscope import snapshot_download as ms_download  # pylint: disable=import-outside-toplevel
         except ImportError as err:
@@ -255,7 +255,7 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
         names = [os.path.relpath(os.path.join(r, f), dest) for r, _d, fs in os.walk(dest) for f in fs]
         files = {n: os.path.getsize(os.path.join(dest, n)) for n in _selected(names, step["allow"])
                  if n != MANIFEST and not n.startswith(".")}
-    elif step["action"] == "copy":
+    elif step["fetch"] == "copy":
         with Progress(dest, files, interval, out):
             for name in step.get("missing", sorted(files)):
                 target = os.path.join(dest, name)
