@@ -136,3 +136,20 @@ def test_other_stage_alone_still_finds_the_container(run):
     subprocess.run(["docker", "stop", name], capture_output=True, check=True)
     stopped = runner(tags="no_such_stage", args=("-v",))
     assert "grpo_env_ready: false" in stopped.stdout and "grpo_env_ready: true" not in stopped.stdout
+
+
+def test_a_rerun_changes_nothing_and_skips_the_environment_probe(run):
+    """Read from ansible-runner's events, by task name: the first run makes the container and probes the new
+    environment; the rerun changes nothing and does not probe again (the environment is not new to the chain)."""
+    runner, name, workspace = run
+    probe = "Common | Ask Python for its version and the workspace"
+    first = runner()
+    assert first.returncode == 0, first.stdout[-3000:]
+    changed = [task for _host, task in first.changed]
+    assert "Container | Run the CANN container" in changed and "Container | Record what runs, in the workspace" in changed
+    assert probe in [task for _host, task in first.tasks("runner_on_ok")]
+    again = runner()
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert again.changed == [], again.changed
+    assert probe not in [task for _host, task in again.tasks("runner_on_ok")]
+    assert {stats["changed"] for stats in again.stats.values()} == {0}
