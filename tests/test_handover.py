@@ -121,3 +121,26 @@ def test_a_profile_file_of_ones_own_wins_for_the_single_profile_stages(tmp_path)
     assert stacks.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], str(own)) == [str(own)]
     with pytest.raises(stacks.StackError, match="Unknown OpenCompass profile /nope/x.yml: set grpo_eval_profile"):
         stacks.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], "/nope/x.yml")
+
+
+# The shared helpers every engine uses (one copy each, in ascend_grpo.workspace).
+def test_nearest_existing_is_the_path_or_the_folder_it_would_be_made_in(tmp_path):
+    assert workspace.nearest_existing(str(tmp_path)) == str(tmp_path)
+    assert workspace.nearest_existing(str(tmp_path / "a" / "b" / "c.txt")) == str(tmp_path)
+    assert workspace.nearest_existing("/") == "/"
+
+
+def test_text_table_aligns_columns_and_leaves_no_trailing_spaces():
+    assert workspace.text_table(["NAME", "N"], [["torch", "2"], ["vllm-ascend", "10"]], right={1}) == [
+        "NAME          N", "-----------  --", "torch         2", "vllm-ascend  10"]
+
+
+def test_write_text_keeps_a_former_copy_and_the_mode(tmp_path):
+    path = tmp_path / "sub" / "run.sh"
+    assert workspace.write_text(str(path), "one\n", 0o755) == (True, None)
+    assert oct(path.stat().st_mode & 0o777) == "0o755"
+    assert workspace.write_text(str(path), "one\n", 0o755) == (False, None)
+    changed, kept = workspace.write_text(str(path), "two\n", 0o755, backup=True, check_mode=True)
+    assert changed and kept.startswith(str(path) + ".bak-") and path.read_text() == "one\n"
+    changed, kept = workspace.write_text(str(path), "two\n", 0o755, backup=True)
+    assert path.read_text() == "two\n" and open(kept, encoding="utf-8").read() == "one\n"

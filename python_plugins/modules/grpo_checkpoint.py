@@ -103,11 +103,10 @@ import glob
 import json
 import os
 import shutil
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation
+from ansible.module_utils.ascend_grpo import evaluation, workspace
 
 
 def chat_template_of(folder):
@@ -186,14 +185,14 @@ def main():
         module.fail_json(msg="the merged folder's chat template differs from the one training saved in %s" % (
             os.path.join(actor_dir, "huggingface")), **result)
     if plan["backup"]:
-        backup = "%s.bak-%s" % (target, time.strftime("%Y%m%d-%H%M%S"))
+        backup = workspace.backup_path(target)
         os.rename(target, backup)
         result["backup"] = backup
     elif os.path.isdir(target):
         os.rmdir(target)  # empty
     os.rename(partial, target)
     record = evaluation.merge_record(target, step, actor_dir, plan["source_fingerprint"],
-                                     time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                                     workspace.now_iso())
     with open(os.path.join(target, evaluation.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     module.exit_json(**result)

@@ -128,14 +128,9 @@ read_json = workspace.read_json
 def writable_problem(path):
     """None when ``path`` (or the folder that would hold it) can be written, else why not. Probes with a real
     file, which root on a read-only mount cannot make either."""
-    probe_dir = path
-    while not os.path.isdir(probe_dir):
-        if os.path.exists(probe_dir):
-            return "%s exists and is not a folder" % probe_dir
-        parent = os.path.dirname(probe_dir)
-        if parent == probe_dir:
-            break
-        probe_dir = parent
+    probe_dir = workspace.nearest_existing(path)
+    if not os.path.isdir(probe_dir):
+        return "%s exists and is not a folder" % probe_dir
     try:
         handle, name = tempfile.mkstemp(prefix=".grpo-probe-", dir=probe_dir)
     except OSError as err:

@@ -9,7 +9,7 @@ import shutil
 import stat
 import subprocess
 
-from . import npu_smi
+from . import npu_smi, workspace
 
 GIB = 1024 ** 3
 
@@ -53,14 +53,7 @@ def check_dirs(dirs):
     return problems
 
 
-def nearest_existing(path):
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return path
+nearest_existing = workspace.nearest_existing
 
 
 def check_disk(path, min_free_gib):

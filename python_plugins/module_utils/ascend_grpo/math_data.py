@@ -17,7 +17,6 @@ the outputs were made from; :func:`plan` says whether they are current, so a rer
 import glob
 import json
 import os
-import time
 
 from . import workspace
 from .workspace import sha256_file
@@ -241,7 +240,7 @@ def build(spec, step):
         ours = manifest and manifest.get("outputs", {}).get(name) == _outputs_state(dest).get(name)
         if os.path.exists(path) and not ours:
             # not what this stage wrote last (edited, or from elsewhere): keep it
-            backup = "%s.%s.bak" % (path, time.strftime("%Y%m%d-%H%M%S"))
+            backup = workspace.backup_path(path)
             os.replace(path, backup)
             backups.append(backup)
         os.replace(tmp, path)

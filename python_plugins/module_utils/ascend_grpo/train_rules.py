@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 
+from . import workspace
+
 # bytes a parameter takes in a checkpoint: fp32 weights (4) and Adam's two fp32 moments (8)
 CHECKPOINT_BYTES_PER_PARAM = 12
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -76,10 +78,8 @@ def facts(cfg, cards):
         with open(reward, encoding="utf-8") as handle:
             out["reward_text"] = handle.read()
     ckpt = _get(cfg, "trainer.default_local_dir") or "."
-    probe = ckpt
-    while probe and not os.path.isdir(probe):  # the nearest folder that exists
-        probe = os.path.dirname(probe.rstrip("/")) or "/"
-    out["free_bytes"] = shutil.disk_usage(probe or "/").free
+    probe = workspace.nearest_existing(ckpt)  # where the checkpoints will be made
+    out["free_bytes"] = shutil.disk_usage(probe if os.path.isdir(probe) else os.path.dirname(probe)).free
     return out
 
 

@@ -44,11 +44,7 @@ class WeightsError(Exception):
 
 
 def _read_manifest(dest):
-    try:
-        with open(os.path.join(dest, MANIFEST), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+    return workspace.read_json(os.path.join(dest, MANIFEST))
 
 
 def missing_files(dest, files):

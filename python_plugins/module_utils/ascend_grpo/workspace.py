@@ -33,6 +33,17 @@ def backup_path(path):
     return "%s.bak-%s" % (path, time.strftime(STAMP_TIME))
 
 
+def nearest_existing(path):
+    """``path`` or, when it does not exist yet, its nearest parent that does (where it would be made)."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
 def read_json(path, default=None):
     """The JSON in ``path``, or ``default`` when it is missing or not JSON."""
     try:
