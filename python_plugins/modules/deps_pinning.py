@@ -140,7 +140,7 @@ report_path:
   returned: when the report was written
   type: str
 record:
-  description: The deps stage's record (verl_dir, profile, python, python_version, arch, source) left in
+  description: The deps stage's record (verl_dir, profile, python, python_version, arch, source, download_cache) left in
     C(<state_dir>/deps.json) for the later stages.
   returned: when the stack holds
   type: dict
@@ -300,7 +300,8 @@ def main():
         if holds and paths.get("verl"):
             # the later stages read this instead of recomputing where verl is (a path source included)
             record = {"verl_dir": os.path.abspath(paths["verl"]), "profile": profile["name"], "python": python,
-                      "python_version": before["python"], "arch": arch, "source": p["source"]}
+                      "python_version": before["python"], "arch": arch, "source": p["source"],
+                      "download_cache": p["download_cache"]}
             result["record"] = record
             if workspace.write_record(p["state_dir"], "deps", record, module.check_mode):
                 result["changed"] = True
