@@ -88,6 +88,7 @@ def test_unhealthy_card(run, tmp_path):
     ({"npu_container_visible_devices": "zero"}, "npu_container_visible_devices"),
     ({"npu_container_mode": "podman"}, "npu_container_mode"),
     ({"npu_container_min_free_gib": 10 ** 9}, "npu_container_min_free_gib"),
+    ({"npu_container_env": {"1BAD": "x"}}, "npu_container_env: '1BAD' is not an environment variable name"),
 ])
 def test_bad_settings(run, extra, needle):
     runner, name, workspace = run

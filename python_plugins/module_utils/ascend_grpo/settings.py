@@ -1,0 +1,54 @@
+"""Checks of the settings themselves, before a stage acts on them: each problem names the setting and the fix.
+
+- ``name``: a value that becomes a folder name (an experiment, a project): letters, digits, ``.``, ``_`` and ``-``,
+  starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
+- ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
+  with a digit);
+- ``count``: a whole number at least a minimum (a wait in minutes, say).
+
+Standard library only (the controller's filters use it).
+"""
+
+import re
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def name_problem(setting, value):
+    if isinstance(value, str) and _NAME.match(value) and ".." not in value:
+        return None
+    return ("%s (%r) becomes a folder name: use 1-128 letters, digits, '.', '_' and '-', starting with a letter or "
+            "digit (no '/', spaces or '..'), e.g. qwen2_5_math" % (setting, value))
+
+
+def env_problems(setting, value):
+    if not isinstance(value, dict):
+        return ["%s is a mapping of environment variables (NAME: value), not %r" % (setting, value)]
+    return ["%s: %r is not an environment variable name: use letters, digits and '_', not starting with a digit"
+            % (setting, key) for key in value if not (isinstance(key, str) and _ENV.match(key))]
+
+
+def count_problem(setting, value, minimum=0):
+    text = "" if isinstance(value, bool) else str(value).strip()
+    if text.lstrip("+").isdigit() and int(text) >= minimum:
+        return None
+    return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+
+
+def problems(checks):
+    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum])."""
+    out = []
+    for check in checks:
+        kind, setting, value = check[0], check[1], check[2]
+        if kind == "name":
+            problem = name_problem(setting, value)
+            out += [problem] if problem else []
+        elif kind == "env":
+            out += env_problems(setting, value)
+        elif kind == "count":
+            problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
+            out += [problem] if problem else []
+        else:
+            raise ValueError("unknown setting check %r (name, env or count)" % kind)
+    return out

@@ -1,0 +1,65 @@
+"""Settings refused before a stage acts, each naming the setting (the cases a user tried: a path-escaping experiment,
+a name with '/', ';' and spaces, an environment variable named 1BAD, a negative wait)."""
+
+import json
+import os
+import sys
+
+import pytest
+from ascend_grpo import settings
+from conftest import ROOT, playbook
+
+
+@pytest.mark.parametrize("value", ["../../escape", "a/b", "run; rm -rf /", "two words", "..", ".hidden", "", None,
+                                   "x" * 129])
+def test_names_that_would_not_stay_one_folder_are_refused(value):
+    problem = settings.name_problem("grpo_train_experiment", value)
+    assert problem.startswith("grpo_train_experiment (%r) becomes a folder name" % value)
+
+
+@pytest.mark.parametrize("value", ["qwen2_5_1_5b_math_single", "verl_grpo_example_math", "run-2.1", "A"])
+def test_plain_names_pass(value):
+    assert settings.name_problem("grpo_train_experiment", value) is None
+
+
+def test_env_names_and_counts():
+    assert settings.env_problems("npu_container_env", {"1BAD": "x", "OK_1": "y", "_X": "z", "A-B": "w"}) == [
+        "npu_container_env: '1BAD' is not an environment variable name: use letters, digits and '_', not starting "
+        "with a digit",
+        "npu_container_env: 'A-B' is not an environment variable name: use letters, digits and '_', not starting "
+        "with a digit"]
+    assert settings.env_problems("grpo_train_env", ["A=1"])[0].startswith("grpo_train_env is a mapping")
+    assert settings.count_problem("grpo_train_wait_minutes", -5) == (
+        "grpo_train_wait_minutes (-5) must be a whole number of at least 0")
+    assert settings.count_problem("grpo_train_wait_minutes", True).startswith("grpo_train_wait_minutes (True)")
+    assert settings.count_problem("grpo_train_wait_minutes", "1.5") is not None
+    assert settings.count_problem("grpo_train_wait_minutes", 0) is None
+    assert settings.count_problem("grpo_train_wait_minutes", "60") is None
+
+
+PLAYBOOK = """
+- name: The train stage alone, on this machine
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: grpo_train
+"""
+
+
+def test_the_train_stage_refuses_them_before_it_reads_anything(tmp_path):
+    """No record exists in this workspace: a refusal by the settings check comes before the stage reads one."""
+    book = tmp_path / "train.yml"
+    book.write_text(PLAYBOOK)
+    extra = {"grpo_env_ready": True, "grpo_workspace": str(tmp_path), "grpo_cards": [0],
+             "ansible_python_interpreter": sys.executable, "grpo_train_experiment": "../../escape",
+             "grpo_train_env": {"1BAD": "x"}, "grpo_train_wait_minutes": -5}
+    done = playbook(str(book), "-i", "localhost,", "-e", json.dumps(extra),
+                    env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Check the settings that become names, environment variables and counts"
+    for words in ("grpo_train_experiment ('../../escape') becomes a folder name", "grpo_train_env: '1BAD'",
+                  "grpo_train_wait_minutes (-5) must be a whole number"):
+        assert words in msg, msg
+    assert os.listdir(tmp_path) == ["train.yml"]  # nothing made
