@@ -376,3 +376,25 @@ def test_the_stage_applies_the_list_in_order_and_refuses_a_wrong_one(tmp_path):
     assert rc == 0 and "changed=0" in out, out[-3000:]
     assert "cpu-overlay | verl/utils/profiler/performance.py: applied" in out
     assert digest(root) == patched_once
+
+
+@needs_tarball
+def test_a_profile_that_does_not_fit_the_tree_names_the_tree_it_expects(tmp_path):
+    """The vllm0.13.0 profile on a tree without the files it changes (as on verl 0.5.0, which has no
+    workers/engine/fsdp/transformer_impl.py): refused, naming the profile, the file, and the tree it is written for."""
+    root = fresh_tree(tmp_path / "tree")
+    os.remove(os.path.join(root, "verl", "workers", "engine", "fsdp", "transformer_impl.py"))
+    entries = ["vllm0.13.0"]
+    with open(os.path.join(ROLE, "files", "profiles", "vllm0.13.0.yml"), encoding="utf-8") as handle:
+        loaded = [yaml.safe_load(handle)]
+    operations = ast_patch.resolve_content(filters.patch_profile_operations(entries, loaded), os.path.join(ROLE, "files"))
+    before = digest(root)
+    with pytest.raises(ast_patch.PatchError) as caught:
+        ast_patch.apply_profile(root, operations)
+    assert caught.value.problems == [
+        "vllm0.13.0: verl/workers/engine/fsdp/transformer_impl.py: file not found under %s" % root]
+    assert caught.value.hints == [
+        "vllm0.13.0 is written for verl@634bd935 (the guide's commit, deps_pinning_verl_version's default); the tree "
+        "at %s does not have the code it changes: check the deps stage's verl source (deps_pinning_verl_source, "
+        "deps_pinning_verl_version), or set verl_compat_patch_profiles to the profiles for this tree" % root]
+    assert digest(root) == before

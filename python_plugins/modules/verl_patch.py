@@ -116,8 +116,8 @@ def main():
         results = ast_patch.apply_profile(root, module.params["operations"],
                                           check=module.check_mode, enable_optional=module.params["enable_optional"])
     except ast_patch.PatchError as err:
-        module.fail_json(msg="%d problem(s), no file was changed:\n%s" % (len(err.problems), "\n".join(err.problems)),
-                         problems=err.problems)
+        module.fail_json(msg="%d problem(s), no file was changed:\n%s" % (
+            len(err.problems), "\n".join(err.problems + err.hints)), problems=err.problems, hints=err.hints)
     except OSError as err:
         module.fail_json(msg="%s. No file was changed." % err, problems=[str(err)])
     changed = any(r["changed"] for r in results)

@@ -42,10 +42,11 @@ class PatchError(ValueError):
     """A file is in neither the original nor the applied shape (or cannot be read as Python); the message says
     where and what, one line per problem (``problems``: every failing operation of the run, not only the first)."""
 
-    def __init__(self, message, problems=None, labelled=False):
+    def __init__(self, message, problems=None, labelled=False, hints=()):
         super().__init__(message)
         self.problems = list(problems) if problems else [message]
         self.labelled = labelled  # each problem already starts with its operation's profile label
+        self.hints = list(hints)  # what to check, when a profile does not fit the tree (not problems themselves)
 
     @classmethod
     def of(cls, problems, labelled=False):
@@ -476,6 +477,22 @@ def patch_text(path, text, ops, lookup=None, enable_optional=False):
     return current, states
 
 
+def _tree_hints(ops, problems, root):
+    """For each profile with a problem that says its code is not there (a file not found, or in neither shape), one
+    line naming the tree the profile is written for (its ``tree``), so a profile that does not fit the tree says
+    which tree it expected."""
+    hints = []
+    for op in ops:
+        name, tree = op.get("profile"), op.get("tree")
+        if not (name and tree) or any(h.startswith(name + " is written for") for h in hints):
+            continue
+        if any(p.startswith(name + ": ") and ("file not found" in p or "expected" in p) for p in problems):
+            hints.append("%s is written for %s; the tree at %s does not have the code it changes: check the deps "
+                         "stage's verl source (deps_pinning_verl_source, deps_pinning_verl_version), or set "
+                         "verl_compat_patch_profiles to the profiles for this tree" % (name, tree, root))
+    return hints
+
+
 def _labelled(op, message):
     return "%s: %s" % (op["profile"], message) if op.get("profile") else message
 
@@ -580,7 +597,8 @@ def apply_profile(root, ops, check=False, enable_optional=False):
         if new != old:
             writes.append((path, new))
     if problems:
-        raise PatchError.of(problems)
+        hints = _tree_hints(ops, problems, root)
+        raise PatchError("\n".join(problems + hints), problems, hints=hints)
     if not check:
         for path, text in writes:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -631,7 +649,7 @@ def main(argv=None):
     try:
         results = apply_profile(args.root, ops, check=args.check, enable_optional=args.enable_optional)
     except PatchError as err:
-        for problem in err.problems:
+        for problem in err.problems + err.hints:
             print("patch: %s" % problem, file=sys.stderr)
         print("patch: %d problem(s); no file was changed" % len(err.problems), file=sys.stderr)
         return 2

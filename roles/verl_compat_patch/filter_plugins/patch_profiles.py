@@ -66,7 +66,8 @@ def patch_profile_operations(entries, profiles):
     out = []
     for entry, profile in zip(entries, profiles):
         name = _name(entry, profile)
-        out.extend(dict(op, profile=name) for op in _mapping(profile).get("operations") or [])
+        tree = {"tree": _mapping(profile)["tree"]} if _mapping(profile).get("tree") else {}
+        out.extend(dict(op, profile=name, **tree) for op in _mapping(profile).get("operations") or [])
     return out
 
 
