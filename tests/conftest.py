@@ -45,6 +45,20 @@ def playbook(*args, env=None):
     return playrun.run(args[0], *args[1:], env=env, timeout=900)
 
 
+def run_role(tmp_path, role, extra, *args):
+    """One stage's role alone on this machine, as a training environment the container stage described
+    (``grpo_env_ready``, ``grpo_workspace`` = ``tmp_path``, this Python), through :func:`playbook`."""
+    import json
+
+    book = tmp_path / ("%s.yml" % role)
+    book.write_text("- name: The %s role alone, on this machine\n  hosts: localhost\n  connection: local\n"
+                    "  gather_facts: false\n  roles:\n    - role: %s\n" % (role, role))
+    extra = dict({"grpo_env_ready": True, "grpo_workspace": str(tmp_path), "grpo_cards": [0],
+                  "ansible_python_interpreter": sys.executable}, **extra)
+    return playbook(str(book), "-i", "localhost,", "-e", json.dumps(extra), *args,
+                    env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})
+
+
 def run_module(name, params, check=False, env=None):
     """One of this package's modules run by ``ansible`` on localhost with the tests' Python: its result."""
     import json

@@ -8,7 +8,6 @@ files' own lines, never from what the profile writes.
 import ast
 import hashlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import tarfile
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_role
 
 from ascend_grpo import ast_patch
 
@@ -318,32 +317,11 @@ def test_patched_code_runs_on_the_host(patched, upstream, tmp_path):
     assert lines[1].startswith("upstream: ProcessGroupGloo::allgather: invalid tensor size"), lines
 
 
-PLAYBOOK = """
-- name: The patch stage alone, on this machine
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    grpo_env_ready: true
-  roles:
-    - role: verl_compat_patch
-"""
-
-
 def stage(tmp_path, root, *args, **settings):
     """The verl_compat_patch role through ansible-playbook (the import check off: no vLLM in this Python)."""
-    book = tmp_path / "patch.yml"
-    book.write_text(PLAYBOOK)
-    # what the container stage sets for a training environment (grpo_common checks it first)
-    extra = dict({"verl_compat_patch_verl_dir": root, "verl_compat_patch_check": False,
-                  "grpo_workspace": str(tmp_path),
-                  "ansible_python_interpreter": sys.executable}, **settings)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                           str(book), "-e", json.dumps(extra), *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False, timeout=600,
-                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-                                   ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_NOCOLOR="1"))
-    return proc.returncode, proc.stdout + proc.stderr
+    done = run_role(tmp_path, "verl_compat_patch",
+                    dict({"verl_compat_patch_verl_dir": root, "verl_compat_patch_check": False}, **settings), *args)
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_the_stage_applies_the_list_in_order_and_refuses_a_wrong_one(tmp_path):

@@ -1,13 +1,11 @@
 """Settings refused before a stage acts, each naming the setting (the cases a user tried: a path-escaping experiment,
 a name with '/', ';' and spaces, an environment variable named 1BAD, a negative wait)."""
 
-import json
 import os
-import sys
 
 import pytest
 from ascend_grpo import settings
-from conftest import ROOT, playbook
+from conftest import run_role
 
 
 @pytest.mark.parametrize("value", ["../../escape", "a/b", "run; rm -rf /", "two words", "..", ".hidden", "", None,
@@ -37,29 +35,14 @@ def test_env_names_and_counts():
     assert settings.count_problem("grpo_train_wait_minutes", "60") is None
 
 
-PLAYBOOK = """
-- name: The train stage alone, on this machine
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  roles:
-    - role: grpo_train
-"""
-
-
 def test_the_train_stage_refuses_them_before_it_reads_anything(tmp_path):
     """No record exists in this workspace: a refusal by the settings check comes before the stage reads one."""
-    book = tmp_path / "train.yml"
-    book.write_text(PLAYBOOK)
-    extra = {"grpo_env_ready": True, "grpo_workspace": str(tmp_path), "grpo_cards": [0],
-             "ansible_python_interpreter": sys.executable, "grpo_train_experiment": "../../escape",
-             "grpo_train_env": {"1BAD": "x"}, "grpo_train_wait_minutes": -5}
-    done = playbook(str(book), "-i", "localhost,", "-e", json.dumps(extra),
-                    env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})
+    done = run_role(tmp_path, "grpo_train", {"grpo_train_experiment": "../../escape", "grpo_train_env": {"1BAD": "x"},
+                                             "grpo_train_wait_minutes": -5})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
     assert task == "Preflight | Check the settings that become names, environment variables and counts"
     for words in ("grpo_train_experiment ('../../escape') becomes a folder name", "grpo_train_env: '1BAD'",
                   "grpo_train_wait_minutes (-5) must be a whole number"):
         assert words in msg, msg
-    assert os.listdir(tmp_path) == ["train.yml"]  # nothing made
+    assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made
