@@ -55,26 +55,7 @@ def read_json(path, default=None):
 
 def write_json(path, data, indent=2):
     """Write ``data`` to ``path`` atomically (a reader never sees half a file); returns whether it changed."""
-    text = json.dumps(data, indent=indent, sort_keys=True) + "\n"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return False
-    except OSError:
-        pass
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
+    return write_text(path, json.dumps(data, indent=indent, sort_keys=True) + "\n")[0]
 
 
 def write_text(path, text, mode=0o644, backup=False, check_mode=False):
