@@ -28,3 +28,17 @@ def test_npu_smi_filters(tmp_path):
     assert len(filters["npu_smi_info"](text)["cards"]) == 8
     assert filters["npu_smi_problems"](text, [0, 1]) == []
     assert len(filters["npu_smi_problems"](text, [6])) == 1
+
+
+def test_reason_names_a_leftover_environment_entry_by_name_only():
+    # docker_container's diff of a strict env comparison: the container's entries before, the wanted ones after
+    diff = {"before": {"env": ["PATH=/usr/bin", "A=1", "HF_TOKEN=hf_secret", "1BAD=x"], "running": True},
+            "after": {"env": ["PATH=/usr/bin", "A=2", "B=3"], "running": True}}
+    reason = container_change_reason(diff)
+    assert reason == "env: 1BAD, HF_TOKEN left over on the container, removed; B added; A changed"
+    assert "hf_secret" not in reason and "=x" not in reason
+
+
+def test_reason_for_volumes_names_the_mounts():
+    diff = {"before": {"volumes": ["/w:/w", "/old:/old"]}, "after": {"volumes": ["/w:/w"]}}
+    assert container_change_reason(diff) == "volumes: /old:/old left over on the container, removed"
