@@ -31,9 +31,14 @@ def env(sim_host, tmp_path_factory):
 
 
 def nothing_installed(name):
-    probe = subprocess.run(["docker", "exec", name, "python3", "-c", "import torch"], capture_output=True,
-                           check=False)
-    return probe.returncode != 0
+    """Neither the stack's venv (npu_container_stack_venv's default, when it was made) nor the image's Python has
+    torch."""
+    for python in ("/data/grpo/venvs/stack/bin/python", "python3"):
+        probe = subprocess.run(["docker", "exec", name, python, "-c", "import torch"], capture_output=True,
+                               check=False)
+        if probe.returncode == 0:
+            return False
+    return True
 
 
 def refused(result, name, *needles):

@@ -20,6 +20,17 @@ def test_plain_names_pass(value):
     assert settings.name_problem("grpo_train_experiment", value) is None
 
 
+@pytest.mark.parametrize("value", ["/data/grpo/venv", "../venv", "venvs/../../x", "venvs//stack", "venvs/", 3, None])
+def test_workspace_subfolders_that_would_leave_it_are_refused(value):
+    problem = settings.subpath_problem("npu_container_stack_venv", value)
+    assert problem.startswith("npu_container_stack_venv (%r) is a folder inside the workspace" % value)
+
+
+@pytest.mark.parametrize("value", ["venvs/stack", "stack", "", "a.b/c_d-1"])
+def test_workspace_subfolders_pass(value):
+    assert settings.subpath_problem("npu_container_stack_venv", value) is None
+
+
 def test_env_names_and_counts():
     assert settings.env_problems("npu_container_env", {"1BAD": "x", "OK_1": "y", "_X": "z", "A-B": "w"}) == [
         "npu_container_env: '1BAD' is not an environment variable name: use letters, digits and '_', not starting "

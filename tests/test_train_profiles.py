@@ -37,6 +37,19 @@ PATHS = {"data": {"train_files": "/data/grpo/data/math/train.parquet", "val_file
 CARDS_ENV = {"ASCEND_RT_VISIBLE_DEVICES": "0"}
 
 
+VENV = "/data/grpo/venvs/stack"
+
+
+def test_the_script_runs_the_stack_venv_first_on_path():
+    text, _ = render(["npu-single"])
+    lines = text.splitlines()
+    assert 'export PATH=/data/grpo/venvs/stack/bin:"$PATH"' in lines
+    assert "    /data/grpo/venvs/stack/bin/python -m verl.trainer.main_ppo \\" in lines
+    # after the Ascend environment scripts, which set PATH themselves
+    assert lines.index('export PATH=/data/grpo/venvs/stack/bin:"$PATH"') > max(
+        i for i, line in enumerate(lines) if "set_env.sh" in line)
+
+
 def load(path):
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
@@ -53,13 +66,14 @@ def render(profiles, user=None):
     environment.filters["quote"] = shlex.quote
     text = environment.get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
-        grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list)
+        grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list,
+        grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python")
     return text, override_list
 
 
 def script_parts(text):
     """(the Hydra overrides as the shell passes them, {variable: value} exported) read back from the script."""
-    body = text[text.index("python3 -m verl.trainer.main_ppo"):text.index('"$@"')]
+    body = text[text.index(VENV + "/bin/python -m verl.trainer.main_ppo"):text.index('"$@"')]
     words = shlex.split(body.replace("\\\n", " "))[3:]
     exports = dict(shlex.split(line)[1].split("=", 1) for line in text.splitlines() if line.startswith("export "))
     return words, exports

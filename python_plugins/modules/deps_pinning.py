@@ -82,10 +82,19 @@ options:
     description:
       - A virtual environment to manage instead of I(python) (its C(bin/python)), made first with I(venv_python)
         (C(python -m venv)) when it is not there; in check mode a missing one is reported as a change.
+      - One that cannot serve (its Python is gone, or of another version than I(venv_python), as after a new
+        image; or it disagrees with I(venv_site_packages)) is moved aside to C(<venv>.bak-<time>), never deleted,
+        and made again.
     type: path
   venv_python:
     description: The Python that makes I(venv) (default the one running the module).
     type: str
+  venv_site_packages:
+    description:
+      - Make I(venv) with C(--system-site-packages), so it sees what I(venv_python) has installed (a CANN image's
+        own Python packages); what the profile pins is installed into the venv all the same.
+    type: bool
+    default: false
   plan_platform:
     description:
       - Resolve for another platform from metadata only (for example arch aarch64, python_version 3.11,
@@ -110,6 +119,12 @@ satisfied:
   description: Whether every pin was already satisfied before anything ran (then pip did not run).
   returned: always
   type: bool
+venv:
+  description:
+    - What was done to I(venv) (action kept, made or remade), its Python, why it was (re)made and where the old one
+      was moved.
+  returned: when venv is given
+  type: dict
 plan:
   description: Per core package, pinned vs planned version, status (ok, drift, conflict, missing) and who pulls it.
   returned: when a plan was made
@@ -205,6 +220,7 @@ def main():
             fail_on_drift=dict(type="bool", default=True),
             venv=dict(type="path"),
             venv_python=dict(type="str"),
+            venv_site_packages=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("python", "venv")],
         supports_check_mode=True,
@@ -216,18 +232,32 @@ def main():
         module.fail_json(msg="profile %s is not valid: %s" % (profile.get("name"), "; ".join(problems)))
     python = p["python"] or sys.executable
     venv_made = False
+    venv_result = None
     if p["venv"]:
-        python = os.path.join(p["venv"], "bin", "python")
-        if not os.path.exists(python):
-            if module.check_mode:
-                module.exit_json(changed=True, satisfied=False, python=python,
-                                 msg="would make the virtual environment %s, then install %s into it" % (
-                                     p["venv"], profile["name"]))
-            maker = p["venv_python"] or sys.executable
-            rc, _, err = module.run_command([maker, "-m", "venv", p["venv"]])
+        maker = p["venv_python"] or sys.executable
+        if maker == sys.executable:
+            base_version = "%d.%d" % sys.version_info[:2]
+        else:
+            rc, out, err = module.run_command([maker, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
             if rc != 0:
-                module.fail_json(msg="cannot make the virtual environment %s with %s: %s" % (
-                    p["venv"], maker, err.strip()[-800:]))
+                module.fail_json(msg="the Python %s that is to make the virtual environment %s does not run: %s" % (
+                    maker, p["venv"], (err or out).strip()[-400:]))
+            base_version = out.strip()
+        try:
+            venv_result = stack.ensure_venv(p["venv"], maker, base_version, p["venv_site_packages"],
+                                            module.check_mode, lambda argv: module.run_command(argv))
+        except stack.StackError as err:
+            module.fail_json(msg=str(err))
+        python = venv_result["python"]
+        if venv_result["action"] != "kept":
+            if module.check_mode and p["venv_site_packages"]:
+                # a new venv that sees the base Python's packages starts out as that Python: plan against it
+                python = maker
+            elif module.check_mode:
+                module.exit_json(changed=True, satisfied=False, python=python, venv=venv_result,
+                                 msg="would %s the virtual environment %s (%s), then install %s into it" % (
+                                     "make" if venv_result["action"] == "made" else "move aside and remake",
+                                     p["venv"], venv_result["reason"], profile["name"]))
             venv_made = True
     paths = {k: str(v) for k, v in p["paths"].items()}
     p["paths"] = paths
@@ -275,8 +305,12 @@ def main():
     profile_ok = installed_digest == digest if (p["state"] == "present" or p["source"] is not None) else True
     # accepted drift counts as satisfied, or every rerun would run pip
     satisfied = report["ok"] and editable_ok and source_ok and profile_ok
-    result = dict(changed=venv_made, satisfied=satisfied, source_ok=source_ok, python=python,
+    steps_python = venv_result["python"] if venv_result else python
+    result = dict(changed=venv_made or (venv_result is not None and venv_result["action"] != "kept"),
+                  satisfied=satisfied, source_ok=source_ok, python=steps_python,
                   python_version=before["python"], arch=arch)
+    if venv_result:
+        result["venv"] = venv_result
 
     def with_editable(report, editable_url):
         if not all(editable_url == "file://" + os.path.abspath(e) for e in editables):
@@ -299,7 +333,7 @@ def main():
                                      profile["name"], ", ".join(report["drift"])), **result)
         if holds and paths.get("verl"):
             # the later stages read this instead of recomputing where verl is (a path source included)
-            record = {"verl_dir": os.path.abspath(paths["verl"]), "profile": profile["name"], "python": python,
+            record = {"verl_dir": os.path.abspath(paths["verl"]), "profile": profile["name"], "python": steps_python,
                       "python_version": before["python"], "arch": arch, "source": p["source"],
                       "download_cache": p["download_cache"]}
             result["record"] = record
@@ -338,7 +372,7 @@ def main():
 
     if plan.get("from_cache"):
         p["site"] = dict(p["site"], cache_only=True)
-    steps = pins.install_steps(profile, paths, read_file, arch, p["site"], python,
+    steps = pins.install_steps(profile, paths, read_file, arch, p["site"], steps_python,
                                stack.write_constraints(profile, p["state_dir"]))
     result["steps"] = [{"phase": s["phase"], "command": " ".join(s["argv"]), "env": s["env"]} for s in steps]
     result["changed"] = True

@@ -4,7 +4,9 @@
   starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
-- ``count``: a whole number at least a minimum (a wait in minutes, say).
+- ``count``: a whole number at least a minimum (a wait in minutes, say);
+- ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
+  joined by ``/``; empty means the setting is off.
 
 Standard library only (the controller's filters use it).
 """
@@ -29,6 +31,17 @@ def env_problems(setting, value):
             % (setting, key) for key in value if not (isinstance(key, str) and _ENV.match(key))]
 
 
+def subpath_problem(setting, value):
+    if value == "":
+        return None
+    parts = value.split("/") if isinstance(value, str) else [None]
+    if all(isinstance(part, str) and _NAME.match(part) and ".." not in part for part in parts):
+        return None
+    return ("%s (%r) is a folder inside the workspace: give it relative to the workspace, as names of letters, "
+            "digits, '.', '_' and '-' joined by '/' (no leading '/', no '..'), e.g. venvs/stack; or empty to turn "
+            "it off" % (setting, value))
+
+
 def count_problem(setting, value, minimum=0):
     text = "" if isinstance(value, bool) else str(value).strip()
     if text.lstrip("+").isdigit() and int(text) >= minimum:
@@ -46,9 +59,12 @@ def problems(checks):
             out += [problem] if problem else []
         elif kind == "env":
             out += env_problems(setting, value)
+        elif kind == "subpath":
+            problem = subpath_problem(setting, value)
+            out += [problem] if problem else []
         elif kind == "count":
             problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
             out += [problem] if problem else []
         else:
-            raise ValueError("unknown setting check %r (name, env or count)" % kind)
+            raise ValueError("unknown setting check %r (name, subpath, env or count)" % kind)
     return out

@@ -52,6 +52,68 @@ def probe(python, editable_name, run=default_run):
     return data
 
 
+def read_pyvenv_cfg(venv):
+    """``<venv>/pyvenv.cfg`` as a dict (``{}`` when there is none): ``home``, ``version`` (or ``version_info``),
+    ``include-system-site-packages``."""
+    values = {}
+    try:
+        with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8") as handle:
+            for line in handle:
+                key, sep, value = line.partition("=")
+                if sep:
+                    values[key.strip()] = value.strip()
+    except OSError:
+        return {}
+    return values
+
+
+def venv_problem(venv, base_version, site_packages):
+    """Why the virtual environment ``venv`` cannot serve as made from a Python ``base_version`` ("3.11") with
+    (``site_packages``) or without the base's own packages; None when it can. A venv's ``bin/python`` is a link to
+    the Python that made it: a new image whose Python moved or changed version leaves it dangling or wrong."""
+    cfg = read_pyvenv_cfg(venv)
+    python = os.path.join(venv, "bin", "python")
+    if not cfg:
+        return "it has no pyvenv.cfg (not a virtual environment)"
+    if not os.path.exists(python):
+        return "its Python %s is gone (it links to a Python this environment no longer has)" % python
+    made = cfg.get("version") or cfg.get("version_info") or ""
+    if ".".join(made.split(".")[:2]) != base_version:
+        return "it was made by Python %s, the environment's Python is %s" % (made or "?", base_version)
+    wanted = "true" if site_packages else "false"
+    if cfg.get("include-system-site-packages", "false").lower() != wanted:
+        return "it %s the base Python's own packages" % ("does not see" if site_packages else "sees")
+    return None
+
+
+def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=default_run):
+    """Make the virtual environment ``venv`` with the Python ``maker`` (of version ``base_version``) when it is
+    missing, or when it cannot serve (:func:`venv_problem`): then the old one is first moved aside, never deleted
+    (someone may have installed into it by hand). Returns ``{"action": "kept"|"made"|"remade", "python",
+    "reason", "moved_to"}``; in check mode nothing is done and the action says what would be."""
+    from .workspace import backup_path
+
+    python = os.path.join(venv, "bin", "python")
+    exists = os.path.lexists(venv)
+    reason = venv_problem(venv, base_version, site_packages) if exists else "it does not exist"
+    result = {"action": "kept", "python": python, "reason": None, "moved_to": None}
+    if reason is None:
+        return result
+    result.update(action="remade" if exists else "made", reason=reason)
+    if check_mode:
+        return result
+    if exists:
+        result["moved_to"] = backup_path(venv)
+        os.rename(venv, result["moved_to"])
+    os.makedirs(os.path.dirname(os.path.abspath(venv)), exist_ok=True)
+    argv = [maker, "-m", "venv"] + (["--system-site-packages"] if site_packages else []) + [venv]
+    rc, _, err = run(argv)
+    if rc != 0:
+        raise StackError("cannot make the virtual environment %s with %s (%s): %s" % (
+            venv, maker, " ".join(argv), err.strip()[-800:]))
+    return result
+
+
 def manylinux_platforms(arch, glibc):
     """pip needs every compatible tag spelled out: manylinux_2_35_aarch64 ... manylinux2014_aarch64."""
     major, minor = (int(x) for x in str(glibc).split(".")[:2])

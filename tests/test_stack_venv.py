@@ -1,0 +1,105 @@
+"""The stack's virtual environment in the workspace (stack.ensure_venv): made once, kept while it can serve, moved
+aside (never deleted) and made again when the image's Python under it went or changed version.
+
+Real venvs of this Python (made without pip, for speed); what "can serve" means is Python's own venv layout: a
+``pyvenv.cfg`` with ``home``, ``version`` and ``include-system-site-packages``, and ``bin/python`` a link to the
+Python that made it."""
+
+import os
+import subprocess
+import sys
+
+from ascend_grpo import stack
+
+BASE = "%d.%d" % sys.version_info[:2]
+
+
+def run(argv):
+    """stack.default_run, making the venv without pip (seconds saved; pip is not what is tested)."""
+    if argv[1:3] == ["-m", "venv"]:
+        argv = argv[:3] + ["--without-pip"] + argv[3:]
+    return stack.default_run(argv)
+
+
+def sees_base_packages(python):
+    """True when the venv's Python has its base Python's site-packages on sys.path (what
+    --system-site-packages adds)."""
+    probe = subprocess.run([python, "-c", "import sys; print(any(p.startswith(sys.base_prefix) and "
+                                          "p.endswith('-packages') for p in sys.path))"],
+                           capture_output=True, text=True, check=True)
+    return probe.stdout.strip() == "True"
+
+
+def set_cfg(venv, key, value):
+    path = os.path.join(venv, "pyvenv.cfg")
+    lines = [line for line in open(path, encoding="utf-8") if not line.startswith(key)]
+    lines.append("%s = %s\n" % (key, value))
+    open(path, "w", encoding="utf-8").write("".join(lines))
+
+
+def test_made_once_with_the_base_packages_then_kept(tmp_path):
+    venv = str(tmp_path / "venvs" / "stack")
+    made = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert made["action"] == "made" and made["reason"] == "it does not exist"
+    assert stack.read_pyvenv_cfg(venv)["include-system-site-packages"] == "true"
+    assert sees_base_packages(made["python"])
+    assert stack.ensure_venv(venv, sys.executable, BASE, True, run=run) == {
+        "action": "kept", "python": os.path.join(venv, "bin", "python"), "reason": None, "moved_to": None}
+
+
+def test_without_base_packages_it_does_not_see_them(tmp_path):
+    venv = str(tmp_path / "oc")
+    made = stack.ensure_venv(venv, sys.executable, BASE, False, run=run)
+    assert not sees_base_packages(made["python"])
+
+
+def test_a_venv_of_another_python_version_is_moved_aside_with_what_it_holds(tmp_path):
+    venv = str(tmp_path / "stack")
+    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    set_cfg(venv, "version", "3.9.18")  # what a venv made by a 3.9 image says
+    open(os.path.join(venv, "by-hand.txt"), "w", encoding="utf-8").write("kept")
+    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert again["action"] == "remade"
+    assert again["reason"] == "it was made by Python 3.9.18, the environment's Python is %s" % BASE
+    assert again["moved_to"].startswith(venv + ".bak-")
+    assert open(os.path.join(again["moved_to"], "by-hand.txt"), encoding="utf-8").read() == "kept"
+    assert sees_base_packages(again["python"])
+
+
+def test_a_dangling_python_link_is_remade(tmp_path):
+    venv = str(tmp_path / "stack")
+    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    python = os.path.join(venv, "bin", "python")
+    os.remove(python)
+    os.symlink("/nonexistent/python3", python)  # the image's Python moved away
+    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert again["action"] == "remade" and again["reason"].startswith("its Python %s is gone" % python)
+    assert subprocess.run([python, "-c", "pass"], check=False).returncode == 0
+
+
+def test_one_that_hides_the_base_packages_is_remade(tmp_path):
+    venv = str(tmp_path / "stack")
+    stack.ensure_venv(venv, sys.executable, BASE, False, run=run)
+    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert again["action"] == "remade" and again["reason"] == "it does not see the base Python's own packages"
+
+
+def test_check_mode_says_what_it_would_do_and_does_nothing(tmp_path):
+    venv = str(tmp_path / "stack")
+    would = stack.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
+    assert would["action"] == "made" and not os.path.exists(venv)
+    os.makedirs(venv)  # a folder that is no venv
+    would = stack.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
+    assert would["action"] == "remade" and would["reason"] == "it has no pyvenv.cfg (not a virtual environment)"
+    assert os.listdir(str(tmp_path)) == ["stack"]
+
+
+def test_a_python_that_cannot_make_one_is_named(tmp_path):
+    venv = str(tmp_path / "stack")
+    try:
+        stack.ensure_venv(venv, "/nonexistent/python3", BASE, True,
+                          run=lambda argv: (127, "", "/nonexistent/python3: not found"))
+    except stack.StackError as err:
+        assert "cannot make the virtual environment %s with /nonexistent/python3" % venv in str(err)
+    else:
+        raise AssertionError("no error")
