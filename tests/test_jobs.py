@@ -92,6 +92,25 @@ def test_a_recycled_pid_is_not_the_job(tmp_path):
         other.wait()
 
 
+def test_a_job_of_a_removed_container_is_gone_even_if_its_pid_and_group_run_here(tmp_path):
+    """A recreated container numbers its processes from 1 again: the old job's pid (and group) may well be alive
+    there, as something else. The job's pid namespace says it ran elsewhere."""
+    _, started = jobs.start(str(tmp_path), "old", ["sleep", "30"])
+    try:
+        meta_path = tmp_path / "old" / "job.json"
+        data = json.loads(meta_path.read_text())
+        assert data["pidns"] == os.readlink("/proc/self/ns/pid")
+        assert jobs.status(str(tmp_path), "old")["running"] is True
+        data["pidns"] = "pid:[1]"  # what the removed container's namespace was
+        meta_path.write_text(json.dumps(data))
+        st = jobs.status(str(tmp_path), "old")
+        assert st["running"] is False and st["state"] == "failed"
+        changed, _ = jobs.start(str(tmp_path), "old", ["true"])  # a rerun starts it again
+        assert changed
+    finally:
+        os.killpg(started["pid"], 9)
+
+
 def test_progress_bar_frames_resolve_to_the_last(tmp_path):
     log = tmp_path / "bar.log"
     log.write_bytes(b"start\n 10%|#   |\r 50%|##  |\r100%|####|\n")

@@ -3,7 +3,8 @@
 A job is a folder (``<state_dir>/<name>``) holding:
 
 - ``job.json``: the command, its folder, the log, the pid and the process's start time (so a recycled pid is never
-  taken for the job), when it started;
+  taken for the job), the pid namespace it ran in (a container's: once that container is removed or recreated the
+  job is gone, whatever now runs under its pid or group there), when it started;
 - ``exit``: the exit status, written by the job's own shell wrapper the moment the command ends;
 - ``stopped``: written by :func:`stop` (a stopped job is not a crash);
 - the log (``log`` in ``job.json``; by default ``<name>.log`` in the folder).
@@ -51,6 +52,14 @@ def _proc_starttime(pid):
     return int(fields[19])
 
 
+def _pid_namespace():
+    """This process's pid namespace (``pid:[4026532...]``: one per container), or None where /proc lacks it."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def _group_members(pgid):
     """Live (not zombie) processes of process group ``pgid``."""
     members = []
@@ -77,6 +86,8 @@ def _alive(meta):
     pid = meta.get("pid") if meta else None
     if not pid:
         return False
+    if meta.get("pidns") and meta["pidns"] != _pid_namespace():
+        return False  # it ran in a container that is gone (removed, or recreated): its pids mean nothing here
     return _proc_starttime(pid) == meta.get("starttime") or bool(_group_members(pid))
 
 
@@ -161,7 +172,7 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=child_env, start_new_session=True, close_fds=True)
     meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": proc.pid,
-            "starttime": _proc_starttime(proc.pid), "started": workspace.now_iso()}
+            "starttime": _proc_starttime(proc.pid), "pidns": _pid_namespace(), "started": workspace.now_iso()}
     tmp = os.path.join(job_dir, "job.json.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=2)
