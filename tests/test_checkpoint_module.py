@@ -39,6 +39,7 @@ def run(tmp_path):
         actor = ck / ("global_step_%d" % step) / "actor"
         (actor / "huggingface").mkdir(parents=True)
         (actor / "model_world_size_1_rank_0.pt").write_text("weights %d" % step)
+        (actor.parent / "data.pt").write_text("dataloader %d" % step)  # verl saves it after the shards
         (actor / "huggingface" / "config.json").write_text("{}")
         (actor / "huggingface" / "chat_template.jinja").write_text("{{ trained template }}")
     (ck / "latest_checkpointed_iteration.txt").write_text("2")

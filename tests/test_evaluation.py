@@ -33,6 +33,7 @@ def _checkpoints(root, steps, latest=None, hf=True):
         actor = os.path.join(root, "global_step_%d" % step, "actor")
         _write(os.path.join(actor, "model_world_size_1_rank_0.pt"), "model %d" % step)
         _write(os.path.join(actor, "optim_world_size_1_rank_0.pt"), "optim %d" % step)
+        _write(os.path.join(root, "global_step_%d" % step, "data.pt"), "dataloader %d" % step)
         if hf:
             _write(os.path.join(actor, "huggingface", "config.json"), "{}")
             _write(os.path.join(actor, "huggingface", "chat_template.jinja"), "{{ messages }}")
@@ -44,10 +45,43 @@ def _checkpoints(root, steps, latest=None, hf=True):
 # --- which checkpoint ---------------------------------------------------------------------------------------------
 
 def test_pick_takes_the_step_verl_recorded(tmp_path):
-    ck = _checkpoints(str(tmp_path), [1, 2, 3], latest=2)
+    ck = _checkpoints(str(tmp_path), [1, 2], latest=2)
     picked = evaluation.pick(ck)
-    assert picked["step"] == 2 and picked["saved"] == [1, 2, 3] and picked["latest"] == 2
+    assert picked["step"] == 2 and picked["saved"] == [1, 2] and picked["latest"] == 2
     assert picked["actor_dir"] == os.path.join(ck, "global_step_2", "actor")
+
+
+# verl's _save_checkpoint writes every rank's shards, then data.pt, then the record: a kill during a save leaves a
+# step folder in one of these shapes, each cut (the record still names the step before)
+@pytest.mark.parametrize("cut", ["rank 1 missing", "no data.pt", "beyond the record", "empty folder"])
+def test_a_step_cut_during_its_save_is_neither_picked_nor_merged(tmp_path, cut):
+    ck = _checkpoints(str(tmp_path), [1, 2], latest=2)
+    step3 = os.path.join(ck, "global_step_3")
+    if cut == "empty folder":
+        os.makedirs(step3)
+    else:
+        for rank in (0, 1):
+            _write(os.path.join(step3, "actor", "model_world_size_2_rank_%d.pt" % rank), "model 3")
+        _write(os.path.join(step3, "data.pt"), "dataloader 3")
+        if cut == "rank 1 missing":
+            os.unlink(os.path.join(step3, "actor", "model_world_size_2_rank_1.pt"))
+        elif cut == "no data.pt":
+            os.unlink(os.path.join(step3, "data.pt"))
+    steps = evaluation.checkpoint_steps(ck)
+    assert steps == {"saved": [1, 2], "incomplete": [3], "latest": 2}
+    assert evaluation.pick(ck)["step"] == 2
+    with pytest.raises(evaluation.EvalError) as err:
+        evaluation.pick(ck, 3)
+    assert "grpo_eval_step: step 3 in %s was cut during its save" % ck in str(err.value)
+    assert "saved steps: 1, 2" in str(err.value)
+
+
+def test_a_step_saved_whole_by_two_ranks_counts(tmp_path):
+    ck = _checkpoints(str(tmp_path), [1], latest=2)
+    for rank in (0, 1):
+        _write(os.path.join(ck, "global_step_2", "actor", "model_world_size_2_rank_%d.pt" % rank), "model 2")
+    _write(os.path.join(ck, "global_step_2", "data.pt"), "dataloader 2")
+    assert evaluation.checkpoint_steps(ck) == {"saved": [1, 2], "incomplete": [], "latest": 2}
 
 
 def test_pick_takes_a_given_step(tmp_path):
@@ -67,9 +101,9 @@ def test_pick_ignores_a_step_folder_without_model_shards(tmp_path):
     ck = _checkpoints(str(tmp_path), [1, 2], latest=2)
     os.unlink(os.path.join(ck, "global_step_2", "actor", "model_world_size_1_rank_0.pt"))
     assert evaluation.saved_steps(ck) == [1]
-    # the record names a step whose save was cut: the newest whole one
+    # the record names a step whose save was cut (as after someone deleted its shards): the newest whole one
     assert evaluation.pick(ck)["step"] == 1
-    with pytest.raises(evaluation.EvalError, match="saved steps: 1"):
+    with pytest.raises(evaluation.EvalError, match="step 2 .* was cut during its save.*saved steps: 1"):
         evaluation.pick(ck, 2)
 
 

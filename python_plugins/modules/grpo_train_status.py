@@ -72,8 +72,10 @@ summary:
   returned: always
   type: dict
 checkpoints:
-  description: Saved steps (global_step_N/actor folders with model shards, as the eval stage counts them) and the
-    step verl's record names.
+  description: >-
+    Saved steps (saved: folders whose save finished, every rank's actor shards and data.pt, not beyond verl's
+    record; as the eval stage counts them), incomplete (folders a cut save left, or one being saved now: neither
+    resumed from nor merged) and latest (the step verl's record names).
   returned: always
   type: dict
 error:
@@ -121,10 +123,9 @@ from ansible.module_utils.ascend_grpo import evaluation, jobs, verl_log, workspa
 
 
 def checkpoints(path):
-    """Saved steps as the eval stage counts them (a global_step_N/actor folder with model shards: a folder a cut
-    save left without them is not a step to resume or merge from) and the step verl's record names."""
-    return {"dir": path, "saved": evaluation.saved_steps(path),
-            "latest": evaluation.read_int(os.path.join(path, evaluation.LATEST))}
+    """Saved steps as the eval stage counts them (evaluation.checkpoint_steps: a step whose save finished), the
+    step folders a cut save left (or a save going on now), and the step verl's record names."""
+    return dict(evaluation.checkpoint_steps(path), dir=path)
 
 
 def look(p):
@@ -138,11 +139,14 @@ def look(p):
         log = job.get("log")
     parsed = verl_log.parse(text)
     summary = verl_log.summary(parsed, now=time.time(), started_at=None)
+    saved = checkpoints(p["checkpoint_dir"])
+    # the newest save that finished, from the folder (the log names a step when its save starts, also a cut one)
+    summary["last_checkpoint"] = saved["saved"][-1] if saved["saved"] else None
     result = {"state": job["state"], "running": job["running"], "pid": job.get("pid"),
               "exit_status": job.get("exit_status"), "log": log, "step": summary.get("step"),
               "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
               "resumed_from": parsed.get("resumed_from"), "summary": summary,
-              "checkpoints": checkpoints(p["checkpoint_dir"]),
+              "checkpoints": saved,
               "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {}}
     if job["state"] == "stopped":
         result["error"] = "stopped on request at %s" % job["stopped_at"]

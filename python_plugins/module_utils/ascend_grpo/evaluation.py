@@ -40,18 +40,52 @@ def _step_of(name):
     return int(match.group(1)) if match else None
 
 
-def saved_steps(ckpt_dir):
-    """Steps whose actor checkpoint holds model shards (what the merger reads), ascending."""
-    steps = []
+_SHARD = re.compile(r"^model_world_size_(\d+)_rank_(\d+)\.pt$")
+
+
+def _shards_whole(actor_dir):
+    """Every rank's model shard is there: model_world_size_W_rank_0 .. W-1 (what the merger reads)."""
+    try:
+        names = os.listdir(actor_dir)
+    except OSError:
+        return False
+    ranks = {}
+    for name in names:
+        match = _SHARD.match(name)
+        if match:
+            ranks.setdefault(int(match.group(1)), set()).add(int(match.group(2)))
+    return any(found == set(range(world)) for world, found in ranks.items())
+
+
+def checkpoint_steps(ckpt_dir):
+    """The step folders of a run's checkpoint folder, split into whole saves and cut ones, by the order verl's
+    trainer saves in (RayPPOTrainer._save_checkpoint at 634bd935): every rank's actor (and critic) shards, then the
+    dataloader's ``data.pt`` in the step folder, then ``latest_checkpointed_iteration.txt`` ("for atomic usage").
+    A step is whole when its actor shards of every rank and its ``data.pt`` are there and it is not beyond the step
+    the record names; anything else was cut during its save (or is being saved now): verl's resume skips it (it
+    loads the recorded step), and nothing here merges it.
+
+    Returns ``{"saved": [...], "incomplete": [...], "latest": N or None}``, steps ascending."""
+    latest = read_int(os.path.join(ckpt_dir, LATEST))
+    saved, incomplete = [], []
     try:
         names = os.listdir(ckpt_dir)
     except OSError:
-        return steps
+        names = []
     for name in names:
         step = _step_of(name)
-        if step is not None and glob.glob(os.path.join(ckpt_dir, name, "actor", "model_world_size_*_rank_*.pt")):
-            steps.append(step)
-    return sorted(steps)
+        if step is None:
+            continue
+        folder = os.path.join(ckpt_dir, name)
+        whole = (_shards_whole(os.path.join(folder, "actor")) and os.path.isfile(os.path.join(folder, "data.pt"))
+                 and (latest is None or step <= latest))
+        (saved if whole else incomplete).append(step)
+    return {"saved": sorted(saved), "incomplete": sorted(incomplete), "latest": latest}
+
+
+def saved_steps(ckpt_dir):
+    """Steps whose save finished (:func:`checkpoint_steps`), ascending."""
+    return checkpoint_steps(ckpt_dir)["saved"]
 
 
 def read_int(path):
@@ -69,12 +103,18 @@ def pick(ckpt_dir, step=0):
     if not os.path.isdir(ckpt_dir):
         raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (--tags train), or point "
                         "grpo_eval_checkpoint_dir at a run's checkpoint folder." % ckpt_dir)
-    saved = saved_steps(ckpt_dir)
+    steps = checkpoint_steps(ckpt_dir)
+    saved, latest = steps["saved"], steps["latest"]
     if not saved:
-        raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N/actor with model "
-                        "shards). Let the run reach trainer.save_freq or its last step first." % ckpt_dir)
-    latest = read_int(os.path.join(ckpt_dir, LATEST))
+        raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N whose save finished: "
+                        "every rank's actor shards and data.pt). Let the run reach trainer.save_freq or its last "
+                        "step first." % ckpt_dir)
     if step:
+        if step in steps["incomplete"]:
+            raise EvalError("grpo_eval_step: step %d in %s was cut during its save (a shard or data.pt is missing, "
+                            "or verl's record names step %s): it is not merged; saved steps: %s. Set grpo_eval_step "
+                            "to one of them (or 0 for the newest)." % (step, ckpt_dir, latest,
+                                                                       ", ".join(map(str, saved))))
         if step not in saved:
             raise EvalError("grpo_eval_step: step %d was not saved in %s; saved steps: %s. Set grpo_eval_step to "
                             "one of them (or 0 for the newest)." % (step, ckpt_dir, ", ".join(map(str, saved))))
@@ -85,7 +125,7 @@ def pick(ckpt_dir, step=0):
         # verl writes the record after the folder; a record naming a missing step means a cut save
         chosen = saved[-1]
     return {"step": chosen, "actor_dir": os.path.join(ckpt_dir, "global_step_%d" % chosen, "actor"),
-            "saved": saved, "latest": latest}
+            "saved": saved, "incomplete": steps["incomplete"], "latest": latest}
 
 
 def _files(root, exclude=()):
