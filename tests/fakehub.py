@@ -53,10 +53,14 @@ class Repo:
 class FakeHub:
     """``with FakeHub(root) as hub:`` serves ``root`` at ``hub.url`` until the block ends."""
 
-    def __init__(self, root, rate=None):
+    def __init__(self, root, rate=None, cuts=0, cut_after=0):
         self.root, self.rate = root, rate
         self.requests = []
         self.ranges = []  # Range headers of downloads, in order
+        # a link that drops: the next `cuts` downloads end after `cut_after` bytes of their body (the connection
+        # closed, fewer bytes than Content-Length said)
+        self.cuts, self.cut_after = cuts, cut_after
+        self.served = 0  # bytes of file bodies sent, in all
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -197,16 +201,28 @@ class FakeHub:
         with open(os.path.join(repo.path, name), "rb") as handle:
             handle.seek(start)
             left = end - start + 1
+            cut = None
+            if self.cuts > 0 and left > self.cut_after:
+                self.cuts -= 1
+                cut = self.cut_after
             chunk = 65536 if not self.rate else max(1024, int(self.rate) // 10)
             while left > 0:
-                block = handle.read(min(chunk, left))
+                if cut is not None and cut <= 0:
+                    req.wfile.flush()
+                    req.close_connection = True
+                    req.connection.shutdown(2)  # the link drops mid-file
+                    return None
+                block = handle.read(min(chunk, left, cut if cut is not None else left))
                 if not block:
                     break
                 try:
                     req.wfile.write(block)
                 except (BrokenPipeError, ConnectionResetError):
                     return None
+                self.served += len(block)
                 left -= len(block)
+                if cut is not None:
+                    cut -= len(block)
                 if self.rate:
                     time.sleep(len(block) / self.rate)
         return None

@@ -157,6 +157,32 @@ def test_interrupted_download_resumes(hub_root, tmp_path):
     assert (dest / "model.safetensors").read_bytes() == big.read_bytes()
 
 
+def test_a_dropped_link_resumes_without_a_second_full_download(hub_root, tmp_path):
+    """Fault drill: the connection drops mid-file, twice. huggingface_hub (0.36) does not retry a body cut short
+    by itself (IncompleteRead is no ConnectionError to it), so the fetch fails, naming the endpoint; what it wrote
+    stays in the partial file (it writes whole 10 MiB chunks), and each rerun asks only for the rest. In all, the
+    hub sends the file about once, not twice."""
+    dest = tmp_path / "tiny"
+    big = hub_root / "models" / REPO / "model.safetensors"
+    big.write_bytes(os.urandom(30_000_000))
+    chunk = 10 * 1024 * 1024  # huggingface_hub's DOWNLOAD_CHUNK_SIZE: what it writes at a time
+    outcomes = []
+    with FakeHub(str(hub_root), cuts=2, cut_after=11_000_000) as hub:
+        for _ in range(3):  # the user reruns the stage
+            try:
+                weights.fetch(weights.plan(_spec(dest, hub.url)), out=open(os.devnull, "w", encoding="utf-8"))
+                outcomes.append("fetched")
+                break
+            except weights.WeightsError as err:
+                outcomes.append(err.field)
+                assert "the download from %s for %s was cut" % (hub.url, REPO) in str(err)
+                assert "rerun the stage; it continues from what was fetched" in str(err)
+        assert outcomes == ["endpoint", "endpoint", "fetched"]
+        assert hub.ranges == ["bytes=%d-" % chunk, "bytes=%d-" % (2 * chunk)]
+        assert hub.served < 1.1 * big.stat().st_size + 1_000_000
+    assert (dest / "model.safetensors").read_bytes() == big.read_bytes()
+
+
 def test_local_folder_copied_then_complete(tmp_path):
     src = _model_folder(tmp_path / "offline" / "tiny")
     dest = tmp_path / "models" / "tiny"

@@ -109,6 +109,11 @@ def _hub_error(err, spec):
     if isinstance(err, errors.RepositoryNotFoundError):
         return WeightsError("repo", "no model repository %s at %s (or it is private and the token does not reach it)"
                             % (spec["repo"], where))
+    text = str(err)
+    if "Connection broken" in text or "IncompleteRead" in text or "Read timed out" in text:
+        return WeightsError("endpoint", "the download from %s for %s was cut (%s): rerun the stage; it continues "
+                                        "from what was fetched (kept in %s/.cache/huggingface/download)"
+                            % (where, spec["repo"], text[:300], spec["dest"]))
     return WeightsError("endpoint", "could not reach %s for %s: %s" % (where, spec["repo"], err))
 
 
