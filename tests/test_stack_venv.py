@@ -103,3 +103,31 @@ def test_a_python_that_cannot_make_one_is_named(tmp_path):
         assert "cannot make the virtual environment %s with /nonexistent/python3" % venv in str(err)
     else:
         raise AssertionError("no error")
+
+
+def test_a_venv_whose_making_was_cut_short_is_remade(tmp_path):
+    """A full disk or a kill while venv runs leaves pyvenv.cfg and bin/python but no working pip: not whole."""
+    venv = str(tmp_path / "stack")
+    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)  # made without pip: its pip does not run
+    os.remove(os.path.join(venv, stack.MADE_MARK))
+    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert again["action"] == "remade"
+    assert again["reason"] == "it was not made whole (it has no pip of its own: cut short while it was made?)"
+
+
+def test_an_unmarked_venv_with_its_own_pip_is_kept_and_marked(tmp_path):
+    """As an earlier version of the package left it (no mark): a real venv with pip."""
+    venv = str(tmp_path / "stack")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True)
+    assert stack.ensure_venv(venv, sys.executable, BASE, True)["action"] == "kept"
+    assert os.path.exists(os.path.join(venv, stack.MADE_MARK))
+
+
+def test_a_full_disk_is_named_with_the_free_space_and_what_to_do(tmp_path):
+    # what pip prints when the disk fills during an install
+    text = "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
+    message = stack.disk_full(text, str(tmp_path / "venvs" / "stack"))
+    assert message.startswith("the disk is full (No space left on device; %s: " % tmp_path)
+    assert "MB free" in message and "then rerun" in message and "npu_container_workspace_host" in message
+    assert stack.disk_full("ERROR: No matching distribution found for six==0.0.42") is None
+    assert stack.explain_pip_error(text, []) == stack.disk_full(text)

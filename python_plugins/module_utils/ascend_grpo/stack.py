@@ -7,6 +7,7 @@ subprocess.run returning (rc, stdout, stderr).
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -67,7 +68,13 @@ def read_pyvenv_cfg(venv):
     return values
 
 
-def venv_problem(venv, base_version, site_packages):
+# Written into a venv once its making finished (venv and its pip): one without it was cut short, or made elsewhere.
+MADE_MARK = ".grpo-venv-made"
+# Exits 0 when the venv's own pip imports (not the base's, which --system-site-packages would show it).
+OWN_PIP = "import os, sys, pip; sys.exit(0 if os.path.realpath(pip.__file__).startswith(os.path.realpath(sys.prefix)) else 1)"
+
+
+def venv_problem(venv, base_version, site_packages, run=default_run):
     """Why the virtual environment ``venv`` cannot serve as made from a Python ``base_version`` ("3.11") with
     (``site_packages``) or without the base's own packages; None when it can. A venv's ``bin/python`` is a link to
     the Python that made it: a new image whose Python moved or changed version leaves it dangling or wrong."""
@@ -83,6 +90,17 @@ def venv_problem(venv, base_version, site_packages):
     wanted = "true" if site_packages else "false"
     if cfg.get("include-system-site-packages", "false").lower() != wanted:
         return "it %s the base Python's own packages" % ("does not see" if site_packages else "sees")
+    if not os.path.exists(os.path.join(venv, MADE_MARK)):
+        # made by hand or by an earlier version: whole if it has its own pip (then marked); a making cut short (a
+        # full disk, a kill) leaves it without one
+        rc, _, _ = run([python, "-c", OWN_PIP])
+        if rc != 0:
+            return "it was not made whole (it has no pip of its own: cut short while it was made?)"
+        try:
+            with open(os.path.join(venv, MADE_MARK), "w", encoding="utf-8") as handle:
+                handle.write("found whole (it has its own pip)\n")
+        except OSError:
+            pass
     return None
 
 
@@ -95,7 +113,7 @@ def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=
 
     python = os.path.join(venv, "bin", "python")
     exists = os.path.lexists(venv)
-    reason = venv_problem(venv, base_version, site_packages) if exists else "it does not exist"
+    reason = venv_problem(venv, base_version, site_packages, run) if exists else "it does not exist"
     result = {"action": "kept", "python": python, "reason": None, "moved_to": None}
     if reason is None:
         return result
@@ -107,10 +125,12 @@ def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=
         os.rename(venv, result["moved_to"])
     os.makedirs(os.path.dirname(os.path.abspath(venv)), exist_ok=True)
     argv = [maker, "-m", "venv"] + (["--system-site-packages"] if site_packages else []) + [venv]
-    rc, _, err = run(argv)
+    rc, out, err = run(argv)
     if rc != 0:
         raise StackError("cannot make the virtual environment %s with %s (%s): %s" % (
-            venv, maker, " ".join(argv), err.strip()[-800:]))
+            venv, maker, " ".join(argv), disk_full(out + err, venv) or err.strip()[-800:]))
+    with open(os.path.join(venv, MADE_MARK), "w", encoding="utf-8") as handle:
+        handle.write("made whole by %s\n" % " ".join(argv))
     return result
 
 
@@ -140,10 +160,33 @@ def connection_trouble(text):
     return None
 
 
+def disk_full(text, *paths):
+    """When ``text`` (pip's or venv's output) says a disk is full: what to do, with the free space where ``paths``
+    (the venv, the download folder) are; else None."""
+    if "No space left on device" not in text and "Errno 28" not in text:
+        return None
+    from .workspace import nearest_existing
+
+    free = []
+    for path in paths:
+        if path:
+            where = nearest_existing(path)
+            try:
+                free.append("%s: %d MB free" % (where, shutil.disk_usage(where).free // (1 << 20)))
+            except OSError:
+                pass
+    return ("the disk is full (No space left on device; %s). Free space there (or point npu_container_workspace_host "
+            "at a larger disk), then rerun: the stage continues from what is in place, the downloads included"
+            % ("; ".join(free) or "no free space figure"))
+
+
 def explain_pip_error(text, index_args):
     """pip's failure in words a user can act on. Connection trouble first: pip then also reports the package as
     missing or conflicting, which would wrongly blame the pin."""
     lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
+    full = disk_full(text)
+    if full:
+        return full
     trouble = connection_trouble(text)
     if trouble:
         return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
@@ -312,4 +355,6 @@ def install(steps, env=None, run=default_run):
             rc, out, err = run(step["retry_argv"], dict(env or {}, PIP_NO_INPUT="1", **step["env"]))
         if rc != 0:
             tail = "\n".join((out + "\n" + err).strip().splitlines()[-20:])
-            raise StackError("phase %s failed (exit %d): %s" % (step["phase"], rc, tail))
+            raise StackError("phase %s failed (exit %d): %s" % (
+                step["phase"], rc, disk_full(out + err, os.path.dirname(step["argv"][0]), (env or {}).get("PIP_CACHE_DIR"))
+                or tail))
