@@ -5,6 +5,8 @@ The container and deps stages for real on the simulated host, with a small profi
 tree, installed editable, as the real profiles end."""
 
 import json
+import os
+import re
 import subprocess
 import uuid
 
@@ -90,3 +92,37 @@ def test_a_venv_folder_outside_the_workspace_is_refused(stages):
     assert refused.returncode != 0
     assert "npu_container_stack_venv ('/opt/venv') is a folder inside the workspace" in refused.stdout
     assert not workspace.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """The workspace on a filesystem of its own, 16 MB (a tmpfs; root only), grown later as a user frees space."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root")
+    disk = tmp_path / "workspace"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "grpo-drill", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_drill_the_disk_fills_during_the_install(stages, small_disk):
+    """Fault drill: the workspace disk fills while the deps stage makes the stack's venv. The stage fails saying
+    so, with the free space and what to do; after space is freed, a rerun finishes and keeps nothing half-made."""
+    run, name, workspace = stages
+    assert workspace == small_disk
+    full = run({"npu_container_min_free_gib": 0})
+    assert full.returncode != 0
+    flat = " ".join(full.stdout.split())
+    # venv's ensurepip hides the OSError; the free space left names the cause
+    assert re.search(r"the disk is full \((No space left on device|nearly: the likely cause); /data/grpo/venvs[^:]*: "
+                     r"\d+ MB free\)", flat), full.stdout[-3000:]
+    assert "then rerun: the stage continues" in flat
+    assert (workspace / "venvs" / "stack.making").exists()
+
+    subprocess.run(["mount", "-o", "remount,size=300m", str(small_disk)], check=True)  # space freed
+    again = run({"npu_container_min_free_gib": 0})
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert json.loads((workspace / ".grpo" / "deps.json").read_text())["python"] == VENV_PYTHON
+    assert sorted(p.name for p in (workspace / "venvs").iterdir()) == ["stack"]  # no copy of the half venv
+    assert in_container(name, VENV_PYTHON, "-c", VERSIONS).stdout.startswith("1.16.0 /data/grpo/venvs/stack/")

@@ -131,3 +131,28 @@ def test_a_full_disk_is_named_with_the_free_space_and_what_to_do(tmp_path):
     assert "MB free" in message and "then rerun" in message and "npu_container_workspace_host" in message
     assert stack.disk_full("ERROR: No matching distribution found for six==0.0.42") is None
     assert stack.explain_pip_error(text, []) == stack.disk_full(text)
+
+
+def test_a_making_cut_short_here_is_removed_not_kept(tmp_path):
+    """The disk filled while venv ran (the run fails): the half venv is this package's own, so the rerun removes it
+    rather than keeping a copy on a disk short of space."""
+    venv = str(tmp_path / "stack")
+
+    def full_disk(argv):
+        if argv[1:3] == ["-m", "venv"]:
+            os.makedirs(os.path.join(argv[-1], "bin"))
+            open(os.path.join(argv[-1], "pyvenv.cfg"), "w", encoding="utf-8").write("home = /usr/bin\n")
+            return 1, "", "Error: [Errno 28] No space left on device: '%s/lib'" % argv[-1]
+        return run(argv)
+
+    try:
+        stack.ensure_venv(venv, sys.executable, BASE, True, run=full_disk)
+    except stack.StackError as err:
+        assert "the disk is full (No space left on device; %s: " % venv in str(err)
+    else:
+        raise AssertionError("no error")
+    assert os.path.exists(venv + stack.MAKING_SUFFIX)
+    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert again["action"] == "remade" and again["moved_to"] is None
+    assert again["reason"] == "its making here was cut short (a full disk, a kill)"
+    assert sorted(os.listdir(str(tmp_path))) == ["stack"]

@@ -70,6 +70,8 @@ def read_pyvenv_cfg(venv):
 
 # Written into a venv once its making finished (venv and its pip): one without it was cut short, or made elsewhere.
 MADE_MARK = ".grpo-venv-made"
+# Beside a venv while it is being made (<venv>.making): found with the venv on a later run, the making was cut short.
+MAKING_SUFFIX = ".making"
 # Exits 0 when the venv's own pip imports (not the base's, which --system-site-packages would show it).
 OWN_PIP = "import os, sys, pip; sys.exit(0 if os.path.realpath(pip.__file__).startswith(os.path.realpath(sys.prefix)) else 1)"
 
@@ -107,30 +109,42 @@ def venv_problem(venv, base_version, site_packages, run=default_run):
 def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=default_run):
     """Make the virtual environment ``venv`` with the Python ``maker`` (of version ``base_version``) when it is
     missing, or when it cannot serve (:func:`venv_problem`): then the old one is first moved aside, never deleted
-    (someone may have installed into it by hand). Returns ``{"action": "kept"|"made"|"remade", "python",
+    (someone may have installed into it by hand), except one whose making by this function was cut short (its
+    ``<venv>.making`` mark is still there): that is removed. Returns ``{"action": "kept"|"made"|"remade", "python",
     "reason", "moved_to"}``; in check mode nothing is done and the action says what would be."""
     from .workspace import backup_path
 
     python = os.path.join(venv, "bin", "python")
+    making = venv.rstrip("/") + MAKING_SUFFIX
     exists = os.path.lexists(venv)
-    reason = venv_problem(venv, base_version, site_packages, run) if exists else "it does not exist"
+    ours_cut_short = exists and os.path.exists(making)
+    if ours_cut_short:
+        reason = "its making here was cut short (a full disk, a kill)"
+    else:
+        reason = venv_problem(venv, base_version, site_packages, run) if exists else "it does not exist"
     result = {"action": "kept", "python": python, "reason": None, "moved_to": None}
     if reason is None:
         return result
     result.update(action="remade" if exists else "made", reason=reason)
     if check_mode:
         return result
-    if exists:
+    if ours_cut_short:
+        shutil.rmtree(venv)  # half of what this function began: nobody's work, and it holds the space needed
+    elif exists:
         result["moved_to"] = backup_path(venv)
         os.rename(venv, result["moved_to"])
     os.makedirs(os.path.dirname(os.path.abspath(venv)), exist_ok=True)
+    with open(making, "w", encoding="utf-8") as handle:
+        handle.write("venv being made; if this stays, the making was cut short\n")
     argv = [maker, "-m", "venv"] + (["--system-site-packages"] if site_packages else []) + [venv]
     rc, out, err = run(argv)
     if rc != 0:
         raise StackError("cannot make the virtual environment %s with %s (%s): %s" % (
-            venv, maker, " ".join(argv), disk_full(out + err, venv) or err.strip()[-800:]))
+            venv, maker, " ".join(argv), "; ".join(filter(None, [disk_full(out + err, venv),
+                                                                   err.strip()[-800:]]))))
     with open(os.path.join(venv, MADE_MARK), "w", encoding="utf-8") as handle:
         handle.write("made whole by %s\n" % " ".join(argv))
+    os.unlink(making)
     return result
 
 
@@ -160,24 +174,32 @@ def connection_trouble(text):
     return None
 
 
-def disk_full(text, *paths):
-    """When ``text`` (pip's or venv's output) says a disk is full: what to do, with the free space where ``paths``
-    (the venv, the download folder) are; else None."""
-    if "No space left on device" not in text and "Errno 28" not in text:
-        return None
+# Below this much free space where a failing step wrote, the full disk is taken for the cause even when the step's
+# output does not say so (venv's ensurepip hides the OSError behind "returned non-zero exit status 1").
+LOW_SPACE_MB = 128
+
+
+def _free_mb(path):
     from .workspace import nearest_existing
 
-    free = []
-    for path in paths:
-        if path:
-            where = nearest_existing(path)
-            try:
-                free.append("%s: %d MB free" % (where, shutil.disk_usage(where).free // (1 << 20)))
-            except OSError:
-                pass
-    return ("the disk is full (No space left on device; %s). Free space there (or point npu_container_workspace_host "
-            "at a larger disk), then rerun: the stage continues from what is in place, the downloads included"
-            % ("; ".join(free) or "no free space figure"))
+    where = nearest_existing(path)
+    try:
+        return where, shutil.disk_usage(where).free // (1 << 20)
+    except OSError:
+        return where, None
+
+
+def disk_full(text, *paths):
+    """When ``text`` (pip's or venv's output) says a disk is full, or a disk where ``paths`` (the venv, the download
+    folder) are has less than LOW_SPACE_MB free: what to do, with the free space there; else None."""
+    free = [(where, mb) for where, mb in (_free_mb(path) for path in paths if path) if mb is not None]
+    said = "No space left on device" in text or "Errno 28" in text
+    if not said and not any(mb < LOW_SPACE_MB for _, mb in free):
+        return None
+    return ("the disk is full (%s; %s). Free space there (or point npu_container_workspace_host at a larger disk), "
+            "then rerun: the stage continues from what is in place, the downloads included" % (
+                "No space left on device" if said else "nearly: the likely cause",
+                "; ".join("%s: %d MB free" % pair for pair in free) or "no free space figure"))
 
 
 def explain_pip_error(text, index_args):
@@ -356,5 +378,5 @@ def install(steps, env=None, run=default_run):
         if rc != 0:
             tail = "\n".join((out + "\n" + err).strip().splitlines()[-20:])
             raise StackError("phase %s failed (exit %d): %s" % (
-                step["phase"], rc, disk_full(out + err, os.path.dirname(step["argv"][0]), (env or {}).get("PIP_CACHE_DIR"))
-                or tail))
+                step["phase"], rc, "\n".join(filter(None, [
+                    disk_full(out + err, os.path.dirname(step["argv"][0]), (env or {}).get("PIP_CACHE_DIR")), tail]))))
