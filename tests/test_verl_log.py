@@ -328,3 +328,32 @@ def test_import_needs_only_the_standard_library():
             "print(sorted(names - {'__main__', 'ascend_grpo'}))" % os.path.join(ROOT, "python_plugins", "module_utils"))
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- why a run ended (the fault drills' figures: SIGKILL leaves exit 137 through bash; a removed container leaves
+# no exit status; a save on a full disk ends in OSError [Errno 28]) ----------------------------------------------
+
+def test_a_killed_run_names_the_signal_and_the_resume_point():
+    why = verl_log.why_it_ended(137, None, "(TaskRunner pid=88) step:4 - ...", [1, 2, 3, 4])
+    assert why == ("killed by SIGKILL (exit 137), from outside the run (the kernel's OOM killer, or someone); "
+                   "a rerun resumes from step 4, the newest checkpoint whose save finished")
+
+
+def test_a_run_whose_container_went_has_no_exit_status():
+    why = verl_log.why_it_ended(None, None, "step:5", [5])
+    assert why.startswith("it ended without an exit status: its container was removed or restarted")
+    assert why.endswith("a rerun resumes from step 5, the newest checkpoint whose save finished")
+    assert verl_log.why_it_ended(None, None, None, []).endswith("a rerun starts from the beginning (no save finished)")
+
+
+def test_a_full_disk_during_a_save_says_what_to_free():
+    error = "OSError: [Errno 28] No space left on device"
+    why = verl_log.why_it_ended(1, error, "x", [2], checkpoint_free_mb=0)
+    assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go). Free space")
+    assert "trainer.max_actor_ckpt_to_keep" in why and why.endswith("resumes from step 2, the newest checkpoint "
+                                                                    "whose save finished")
+
+
+def test_an_exception_is_told_as_it_is():
+    assert verl_log.why_it_ended(1, "AssertionError: x", "y", []) == "AssertionError: x"
+    assert verl_log.why_it_ended(2, None, "last words", []) == "last words"

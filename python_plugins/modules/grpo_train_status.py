@@ -115,6 +115,7 @@ plot:
 """
 
 import os
+import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -151,7 +152,10 @@ def look(p):
     if job["state"] == "stopped":
         result["error"] = "stopped on request at %s" % job["stopped_at"]
     elif job["state"] == "failed":
-        result["error"] = parsed.get("error") or (job["tail"][-1] if job["tail"] else "no log")
+        where = workspace.nearest_existing(p["checkpoint_dir"])
+        free = shutil.disk_usage(where).free // (1 << 20) if os.path.isdir(where) else None
+        result["error"] = verl_log.why_it_ended(job.get("exit_status"), parsed.get("error"),
+                                                job["tail"][-1] if job["tail"] else None, saved["saved"], free)
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
     step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
     metrics = ", ".join("%s %s" % (k, ("%.4g" % summary[k]) if isinstance(summary[k], float) else summary[k])

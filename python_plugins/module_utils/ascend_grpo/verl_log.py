@@ -30,6 +30,7 @@ are grouped by their Ray prefix ("source") wherever lines are read as a sequence
 
 import ast
 import re
+import signal
 import time
 from datetime import datetime
 
@@ -278,6 +279,34 @@ def _validation(lines, complete=False):
             text = repr(text)
     value = text.split(_FINAL_VALIDATION, 1)[-1].strip()
     return _literal(value)
+
+
+def why_it_ended(exit_status, error, last_line, saved, checkpoint_free_mb=None):
+    """Why a run that is not going failed, in a user's terms, and what a rerun does.
+
+    ``exit_status``: what the job's wrapper recorded (None: it could not: the process, its container or the
+    machine went all at once); ``error``: the exception :func:`parse` found; ``last_line``: the log's last line;
+    ``saved``: the steps whose save finished; ``checkpoint_free_mb``: free space where checkpoints go."""
+    resume = ("a rerun resumes from step %d, the newest checkpoint whose save finished" % saved[-1] if saved
+              else "a rerun starts from the beginning (no save finished)")
+    if error and ("No space left on device" in error or "Errno 28" in error):
+        return ("%s: the disk is full%s. Free space (older global_step_N folders; trainer.max_actor_ckpt_to_keep "
+                "keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
+                                                   " (%d MB free where checkpoints go)" % checkpoint_free_mb, resume))
+    if error:
+        return error
+    if exit_status is None:
+        return ("it ended without an exit status: its container was removed or restarted, or the machine went "
+                "down; %s" % resume)
+    if exit_status > 128:
+        number = exit_status - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "signal %d" % number
+        return ("killed by %s (exit %d), from outside the run (the kernel's OOM killer, or someone); %s" % (
+            name, exit_status, resume))
+    return last_line or "no log"
 
 
 def _seconds(moment):
