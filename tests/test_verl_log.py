@@ -357,3 +357,11 @@ def test_a_full_disk_during_a_save_says_what_to_free():
 def test_an_exception_is_told_as_it_is():
     assert verl_log.why_it_ended(1, "AssertionError: x", "y", []) == "AssertionError: x"
     assert verl_log.why_it_ended(2, None, "last words", []) == "last words"
+
+
+def test_a_save_that_failed_on_a_nearly_full_disk_is_told_so_whatever_torch_said():
+    error = "RuntimeError: [enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0"
+    why = verl_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=0)
+    assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go)")
+    assert why.endswith("a rerun starts from the beginning (no save finished)")
+    assert verl_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=50_000) == error
