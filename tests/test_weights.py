@@ -120,6 +120,17 @@ def test_unreachable_endpoint_names_it(tmp_path):
     assert err.value.field == "endpoint"
 
 
+def partial_bytes(folder):
+    """Bytes in huggingface_hub's partial files under ``folder`` (one may be renamed while it is read)."""
+    total = 0
+    for path in folder.rglob("*.incomplete") if folder.exists() else []:
+        try:
+            total += path.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
 def test_interrupted_download_resumes(hub_root, tmp_path):
     """Kill the fetch job mid-file; the next fetch continues from the partial file (a Range request).
 
@@ -139,7 +150,7 @@ def test_interrupted_download_resumes(hub_root, tmp_path):
         partial = dest / ".cache" / "huggingface" / "download"
         deadline = time.time() + 20
         while time.time() < deadline:
-            done = sum(p.stat().st_size for p in partial.rglob("*.incomplete")) if partial.exists() else 0
+            done = partial_bytes(partial)
             if done >= 10 << 20:
                 break
             time.sleep(0.05)
