@@ -231,7 +231,6 @@ def main():
     if problems:
         module.fail_json(msg="profile %s is not valid: %s" % (profile.get("name"), "; ".join(problems)))
     python = p["python"] or sys.executable
-    venv_made = False
     venv_result = None
     if p["venv"]:
         maker = p["venv_python"] or sys.executable
@@ -258,7 +257,6 @@ def main():
                                  msg="would %s the virtual environment %s (%s), then install %s into it" % (
                                      "make" if venv_result["action"] == "made" else "move aside and remake",
                                      p["venv"], venv_result["reason"], profile["name"]))
-            venv_made = True
     paths = {k: str(v) for k, v in p["paths"].items()}
     p["paths"] = paths
     os.makedirs(p["state_dir"], exist_ok=True)
@@ -306,7 +304,7 @@ def main():
     # accepted drift counts as satisfied, or every rerun would run pip
     satisfied = report["ok"] and editable_ok and source_ok and profile_ok
     steps_python = venv_result["python"] if venv_result else python
-    result = dict(changed=venv_made or (venv_result is not None and venv_result["action"] != "kept"),
+    result = dict(changed=venv_result is not None and venv_result["action"] != "kept",
                   satisfied=satisfied, source_ok=source_ok, python=steps_python,
                   python_version=before["python"], arch=arch)
     if venv_result:

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 
 from . import pins
+from .workspace import LOW_SPACE_MB, backup_path, nearest_existing
 
 PROBE = r"""
 import json, sys, platform
@@ -112,8 +113,6 @@ def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=
     (someone may have installed into it by hand), except one whose making by this function was cut short (its
     ``<venv>.making`` mark is still there): that is removed. Returns ``{"action": "kept"|"made"|"remade", "python",
     "reason", "moved_to"}``; in check mode nothing is done and the action says what would be."""
-    from .workspace import backup_path
-
     python = os.path.join(venv, "bin", "python")
     making = venv.rstrip("/") + MAKING_SUFFIX
     exists = os.path.lexists(venv)
@@ -174,14 +173,8 @@ def connection_trouble(text):
     return None
 
 
-# Below this much free space where a failing step wrote, the full disk is taken for the cause even when the step's
-# output does not say so (venv's ensurepip hides the OSError behind "returned non-zero exit status 1").
-LOW_SPACE_MB = 128
-
 
 def _free_mb(path):
-    from .workspace import nearest_existing
-
     where = nearest_existing(path)
     try:
         return where, shutil.disk_usage(where).free // (1 << 20)

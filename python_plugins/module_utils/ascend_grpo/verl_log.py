@@ -290,7 +290,7 @@ def why_it_ended(exit_status, error, last_line, saved, checkpoint_free_mb=None):
     resume = ("a rerun resumes from step %d, the newest checkpoint whose save finished" % saved[-1] if saved
               else "a rerun starts from the beginning (no save finished)")
     # torch.save on a full disk says "file write failed", not ENOSPC: the free space left tells
-    low = checkpoint_free_mb is not None and checkpoint_free_mb < 128
+    low = checkpoint_free_mb is not None and checkpoint_free_mb < workspace.LOW_SPACE_MB
     if error and ("No space left on device" in error or "Errno 28" in error or low):
         return ("%s: the disk is full%s. Free space (older global_step_N folders; trainer.max_actor_ckpt_to_keep "
                 "keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else

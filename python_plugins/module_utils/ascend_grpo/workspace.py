@@ -23,6 +23,11 @@ class MissingRecord(Exception):
     """A stage's record is not there (or is not a JSON object): the message names the stage to run."""
 
 
+# Below this much free space where a failing step wrote, a full disk is taken for the cause even when the step's
+# output does not say so (venv's ensurepip, torch.save: "file write failed").
+LOW_SPACE_MB = 128
+
+
 def now_iso():
     """The local time with its offset, as every record and log line writes it."""
     return time.strftime(ISO_TIME)
