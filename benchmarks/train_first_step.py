@@ -29,7 +29,7 @@ def once():
     extra = json.dumps({"grpo_train_experiment": EXPERIMENT, "grpo_train_wait_for": "first_step",
                         "grpo_train_relaunch": True})
     total, _changed, out = simrun.run("site.yml", "--tags", "train", "-e", extra,
-                                      env={"ANSIBLE_CALLBACKS_ENABLED": "grpo_progress,ansible.posix.profile_tasks"})
+                                      env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"})
     tasks = {}
     for line in out.splitlines():
         match = LINE.match(line.strip())
