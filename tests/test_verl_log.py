@@ -66,7 +66,8 @@ def test_two_step_run():
     assert first["training/rollout_probs_diff_max"] == 3.250932786613703e-05
 
     assert verl_log.summary(parsed) == {
-        "state": "finished", "step": 2, "total_steps": 2, "progress_pct": 100.0, "epoch": 0, "eta_s": 0.0,
+        "state": "finished", "step": 2, "total_steps": 2, "progress_pct": 100.0, "epoch": 1, "total_epochs": 1,
+        "eta_s": 0.0,
         "elapsed_s": None, "resumed_from": None, "last_checkpoint": 2, "error": None,
         "score_mean": 0.0, "kl_loss": 0.007354736328125, "response_length": 16.0,
         "step_time_s": 0.715178726000886, "throughput": 1826.1169586277406, "pg_loss": 0.0,
@@ -78,6 +79,9 @@ def test_resumed_run():
     parsed = verl_log.parse(real_log("resume_to_3.log"))
     assert steps_of(parsed) == [3]
     assert parsed["total_steps"] == 3
+    # verl logs training/epoch:0 at step 3 (its loop restarts at 0 on a resume); the loader has 6 batches
+    assert (parsed["batches_per_epoch"], parsed["total_epochs"]) == (6, 1)
+    assert (verl_log.summary(parsed)["epoch"], verl_log.summary(parsed)["total_epochs"]) == (1, 1)
     assert parsed["resumed_from"] == 2
     assert parsed["checkpoints_saved"] == [3]
     assert parsed["finished"] is True and parsed["error"] is None
@@ -107,7 +111,8 @@ def test_start_up_only():
     text = real_log("failed_tp.log")
     text = text[:text.index("Error executing job")]
     parsed = verl_log.parse(text)
-    assert parsed == {"steps": [], "total_steps": 2, "resumed_from": None, "checkpoints_saved": [],
+    assert parsed == {"steps": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
+                      "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["progress_pct"], status["eta_s"]) == ("starting", 0, 0.0, None)
@@ -115,7 +120,8 @@ def test_start_up_only():
 
 def test_empty_log():
     parsed = verl_log.parse("")
-    assert parsed == {"steps": [], "total_steps": None, "resumed_from": None, "checkpoints_saved": [],
+    assert parsed == {"steps": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
+                      "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["total_steps"], status["progress_pct"], status["eta_s"],
@@ -251,12 +257,42 @@ def test_error_ignored_once_finished():
 
 # --- summary -----------------------------------------------------------------------------------------------------
 
+def verl_fit_epochs(total_epochs, batches, total_training_steps):
+    """{global step: epoch from 1} as RayPPOTrainer.fit at 634bd935 walks them (transcribed from its loops:
+    ``for epoch in range(total_epochs): for batch_dict in self.train_dataloader:`` one step per batch, from
+    global step 1, returning after ``total_training_steps``)."""
+    out, step = {}, 1
+    for epoch in range(total_epochs):
+        for _ in range(batches):
+            out[step] = epoch + 1
+            if step >= total_training_steps:
+                return out
+            step += 1
+    return out
+
+
+@pytest.mark.parametrize("total_epochs, batches, total_training_steps",
+                         [(1, 6, 2), (1, 6, 6), (3, 4, 12), (2, 5, 7), (15, 1875, 1875 * 15)])
+def test_epoch_as_verl_walks_them(total_epochs, batches, total_training_steps):
+    walked = verl_fit_epochs(total_epochs, batches, total_training_steps)
+    sample = sorted(walked)[:50] + sorted(walked)[-50:] + [s for s in walked if s % batches in (0, 1)][:200]
+    for step in sample:
+        assert verl_log.epoch_of(step, batches, total_epochs) == walked[step], step
+    assert verl_log.epoch_of(0, batches, total_epochs) is None  # before the first step
+
+
+def test_epoch_falls_back_on_the_logged_index():
+    assert verl_log.epoch_of(3, None, None, logged=0) == 1
+    assert verl_log.epoch_of(3, None, None) is None
+
+
 def test_eta_from_the_last_five_step_times():
     text = ray("Total training steps: 10") + "".join(
         ray(step_line(n, {"timing_s/step": t, "training/epoch": 1}))
         for n, t in zip(range(1, 8), (10.0, 10.0, 1.0, 2.0, 3.0, 4.0, 5.0)))
     status = verl_log.summary(verl_log.parse(text))
-    assert (status["state"], status["step"], status["progress_pct"], status["epoch"]) == ("training", 7, 70.0, 1)
+    # no loader size in this log: the logged index 1 is the second epoch
+    assert (status["state"], status["step"], status["progress_pct"], status["epoch"]) == ("training", 7, 70.0, 2)
     assert status["step_time_s"] == 5.0
     assert status["eta_s"] == 9.0  # mean(1..5) = 3 s x 3 steps left
 
@@ -291,8 +327,8 @@ def test_render_table():
         "HOST                STATE          STEP  EPOCH      ETA  SCORE  KL_LOSS  RESP_LEN  STEP_S  TOK/S  CKPT  NPU",
         "------------------  -----------  ------  -----  -------  -----  -------  --------  ------  -----  ----  "
         "--------------------",
-        "node-a              finished        2/2      0  0:00:00  0.000  0.00735      16.0    0.72   1826     2  -",
-        "node-b.example.org  training     42/300      1  3:28:33  0.612  0.00123     312.2   48.50   1535    40  "
+        "node-a              finished        2/2    1/1  0:00:00  0.000  0.00735      16.0    0.72   1826     2  -",
+        "node-b.example.org  training     42/300    2/?  3:28:33  0.612  0.00123     312.2   48.50   1535    40  "
         "8x 910B3 OK, 62% HBM",  # ETA: 48.5 s x 258 steps = 12513 s
         "node-c              failed          0/2      -        -      -        -         -       -      -     -  -",
         "    error: " + FAILED_ERROR,

@@ -68,7 +68,10 @@ steps_logged:
   returned: always
   type: int
 summary:
-  description: Epoch, progress, ETA and the latest metrics under short names.
+  description: >-
+    Progress, ETA and the latest metrics under short names; C(epoch) is the epoch the latest step is in, counted
+    from 1 as C(trainer.total_epochs) counts them (from the loader's size verl logs; its C(training/epoch) metric
+    counts from 0 and restarts on a resume), beside C(total_epochs).
   returned: always
   type: dict
 checkpoints:

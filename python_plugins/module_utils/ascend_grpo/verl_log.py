@@ -64,6 +64,10 @@ _RAY_DEDUP = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 _STEP = re.compile(r"(?<![\w/])step:(\d+) - (.+)$")
 _NUMPY_SCALAR = re.compile(r"\bnp\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.float64(0.5) -> 0.5
 _TOTAL_STEPS = re.compile(r"Total training steps: (\d+)")
+# RayPPOTrainer._create_dataloader: "Size of train dataloader: 6, Size of val dataloader: 1" (batches per epoch; the
+# loader drops the last partial batch); main_ppo's pprint of the config: "'total_epochs': 1,".
+_BATCHES = re.compile(r"Size of train dataloader: (\d+)")
+_TOTAL_EPOCHS = re.compile(r"'total_epochs': (\d+)")
 _LOADED = re.compile(r"Load from checkpoint folder: .*global_step_(\d+)/?\s*$")
 _SET_STEP = re.compile(r"Setting global step to (\d+)")
 _SAVED = re.compile(r"local_global_step_folder: .*global_step_(\d+)/?\s*$")
@@ -180,6 +184,8 @@ def parse(text):
       from an earlier checkpoint) replaces the earlier one, and drops the steps after it, which belong to the
       abandoned timeline;
     - ``total_steps``: the last "Total training steps: N", or None;
+    - ``batches_per_epoch``: the last "Size of train dataloader: N" (steps in one epoch), or None;
+    - ``total_epochs``: ``trainer.total_epochs`` from the config verl prints at start, or None;
     - ``resumed_from``: N of the last "Load from checkpoint folder: .../global_step_N" (or "Setting global step
       to N"), or None for a run trained from scratch;
     - ``checkpoints_saved``: steps of the "local_global_step_folder: .../global_step_N" lines, each once, the
@@ -194,7 +200,8 @@ def parse(text):
     - ``traceback_tail``: the last lines (at most :data:`TAIL_LINES`) of that traceback, or None.
     """
     steps = []
-    result = {"steps": steps, "total_steps": None, "resumed_from": None, "checkpoints_saved": [],
+    result = {"steps": steps, "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
+              "resumed_from": None, "checkpoints_saved": [],
               "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
     open_tracebacks = {}  # source -> the _Traceback its lines are in
     tracebacks = []  # in the order they start
@@ -239,7 +246,8 @@ def parse(text):
             else:
                 result["final_validation"] = value
             continue
-        for pattern, key in ((_TOTAL_STEPS, "total_steps"), (_LOADED, "resumed_from"), (_SET_STEP, "resumed_from")):
+        for pattern, key in ((_TOTAL_STEPS, "total_steps"), (_LOADED, "resumed_from"), (_SET_STEP, "resumed_from"),
+                             (_BATCHES, "batches_per_epoch"), (_TOTAL_EPOCHS, "total_epochs")):
             match = pattern.search(line)
             if match:
                 result[key] = int(match.group(1))
@@ -321,6 +329,23 @@ def _seconds(moment):
     return float(moment)
 
 
+def epoch_of(step, batches_per_epoch, total_epochs=None, logged=None):
+    """The epoch (from 1) that global step ``step`` (from 1) belongs to, as verl's trainer walks them.
+
+    ``RayPPOTrainer.fit`` runs ``trainer.total_epochs`` passes over a loader of ``batches_per_epoch`` batches, one
+    step each, so step s is in epoch (s - 1) // batches_per_epoch + 1 (at most ``total_epochs``: a longer
+    ``total_training_steps`` does not add epochs). The ``training/epoch`` metric is the loop's index from 0, which
+    restarts at 0 after a resume: ``logged`` + 1 is used only when the loader's size is unknown. None before the
+    first step.
+    """
+    if not step or step < 1:
+        return None
+    if batches_per_epoch:
+        epoch = (int(step) - 1) // int(batches_per_epoch) + 1
+        return min(epoch, int(total_epochs)) if total_epochs else epoch
+    return int(logged) + 1 if logged is not None else None
+
+
 def summary(parsed, now=None, started_at=None):
     """One host's training status from :func:`parse`'s result.
 
@@ -332,7 +357,9 @@ def summary(parsed, now=None, started_at=None):
 
     - ``state``: "failed" (an error), "finished", "training" (steps seen) or "starting";
     - ``step``: the latest step (the resumed-from step, or 0, before the first one), ``total_steps``,
-      ``progress_pct`` (0-100, one decimal; None without a total), ``epoch`` (int, ``training/epoch``);
+      ``progress_pct`` (0-100, one decimal; None without a total);
+    - ``epoch`` and ``total_epochs``: the epoch the latest step belongs to, counted from 1 as ``trainer.total_epochs``
+      counts them (see :func:`epoch_of`), and that setting; None when unknown;
     - ``eta_s``: mean ``timing_s/step`` of the latest :data:`ETA_WINDOW` steps x steps remaining; 0.0 when no
       step remains; None when unknown. ``elapsed_s``: seconds since ``started_at``, or None;
     - ``resumed_from``, ``last_checkpoint`` (latest saved step or None), ``error``;
@@ -369,13 +396,13 @@ def summary(parsed, now=None, started_at=None):
         state = "finished"
     else:
         state = "training" if steps else "starting"
-    epoch = latest.get(EPOCH_KEY)
     status = {
         "state": state,
         "step": step,
         "total_steps": total,
         "progress_pct": round(100.0 * step / total, 1) if total else None,
-        "epoch": int(epoch) if epoch is not None else None,
+        "epoch": epoch_of(step, parsed.get("batches_per_epoch"), parsed.get("total_epochs"), latest.get(EPOCH_KEY)),
+        "total_epochs": parsed.get("total_epochs"),
         "eta_s": eta,
         "elapsed_s": elapsed,
         "resumed_from": parsed["resumed_from"],
@@ -408,12 +435,19 @@ def _step_cell(row):
     return "%d/%s" % (step, "?" if total is None else total)
 
 
+def _epoch_cell(row):
+    epoch, total = row.get("epoch"), row.get("total_epochs")
+    if epoch is None:
+        return "-"
+    return "%d/%s" % (epoch, "?" if total is None else total)
+
+
 # (header, row -> cell text, right-aligned) in table order; the NPU column only when a row has "npu".
 _TABLE = (
     ("HOST", lambda row: _cell(row.get("host"), "%s"), False),
     ("STATE", lambda row: _cell(row.get("state"), "%s"), False),
     ("STEP", _step_cell, True),
-    ("EPOCH", lambda row: _cell(row.get("epoch"), "%d"), True),
+    ("EPOCH", lambda row: _epoch_cell(row), True),
     ("ETA", lambda row: _cell(row.get("eta_s"), _hms), True),
     ("SCORE", lambda row: _cell(row.get("score_mean"), "%.3f"), True),
     ("KL_LOSS", lambda row: _cell(row.get("kl_loss"), "%.3g"), True),
@@ -429,7 +463,7 @@ def render_table(rows):
     """A fixed-width table of per-host statuses (:func:`summary` dicts plus "host" and, optionally, "npu": a
     summary of the NPU cards as a str), one row each in the given order.
 
-    Columns: HOST, STATE, STEP ("2/2"), EPOCH, ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
+    Columns: HOST, STATE, STEP ("2/2"), EPOCH ("1/1"), ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
     (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step) and NPU when
     any row has one; "-" for an unknown value. A row with an "error" is followed by an indented ``error: ...``
     line. Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
