@@ -336,7 +336,7 @@ def test_report_with_the_sample_figures_beside_ours():
     assert report["base"]["accuracy"] == 44.1 and report["trained"]["correct"] == 2745
     assert report["problems"] == 5000 and report["checkpoint"]["step"] == 280
     text = eval_filters.eval_report_markdown(report)
-    assert "| base: base | 44.10 | 2205 / 5000 | 43.48 |" in text
+    assert "| base | 44.10 | 2205 / 5000 | 43.48 |" in text
     assert "| trained: step 280 | 54.90 | 2745 / 5000 | 55.06 |" in text
     assert "| difference | +10.80 | | +11.58 |" in text
     assert "algorithm.adv_estimator=grpo" in text and "- max_out_len: `1024`" in text
@@ -355,6 +355,50 @@ def test_report_without_the_sample_figures_for_another_model_or_data():
         assert report["reference"] is None
         text = evaluation.render_markdown(report)
         assert "sample" not in text and "| difference | +12.50 | |" in text
+
+
+def test_report_names_the_folders_evaluated_and_where_the_base_came_from():
+    """The base row is the assets stage's copy (what OpenCompass loaded), not the source it was fetched from."""
+    meta = dict(_meta(model="/data/grpo/sources/tiny-qwen2"), base_dir="/data/grpo/models/tiny-qwen2",
+                checkpoint={"step": 2, "dir": "/data/grpo/checkpoints/sim/e",
+                            "merged": "/data/grpo/models/merged/sim/e/global_step_2"})
+    report = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)
+    assert report["base"]["model"] == "/data/grpo/models/tiny-qwen2"
+    assert report["base"]["source"] == "/data/grpo/sources/tiny-qwen2"
+    assert report["trained"]["model"] == "/data/grpo/models/merged/sim/e/global_step_2"
+    text = evaluation.render_markdown(report)
+    assert "- base: `/data/grpo/models/tiny-qwen2`, the weights from `/data/grpo/sources/tiny-qwen2`" in text
+    assert ("- trained: `/data/grpo/models/merged/sim/e/global_step_2`, step 2 of `/data/grpo/checkpoints/sim/e`"
+            in text)
+    # a hub model: the folder evaluated, then the id
+    hub = dict(_meta(), base_dir="/ws/models/Qwen2.5-1.5B-Instruct")
+    text = evaluation.render_markdown(evaluation.build_report(_result("base", 44.1, 2205),
+                                                              _result("trained", 54.9, 2745), hub))
+    assert "- base: `/ws/models/Qwen2.5-1.5B-Instruct`, the weights from `Qwen/Qwen2.5-1.5B-Instruct`" in text
+
+
+def test_report_notes_what_the_figures_cannot_say():
+    meta = dict(_meta(model="/s/tiny"), settings={"max_out_len": 16}, note="The simulated host's model is random.")
+    notes = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)["notes"]
+    assert notes == ["8 problems: one problem is 12.50 points of accuracy.",
+                     "Neither model solved a problem, so the difference says nothing about the training (answers "
+                     "are cut at max_out_len = 16 tokens).",
+                     "The simulated host's model is random."]
+    # one solved: no such warning, and no note the inventory did not give
+    notes = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 12.5, 1, 8), _meta())["notes"]
+    assert notes == ["8 problems: one problem is 12.50 points of accuracy."]
+
+
+def test_the_console_report_has_the_whole_table_and_the_settings():
+    report = evaluation.build_report(_result("base", 44.1, 2205), _result("trained", 54.9, 2745),
+                                     dict(_meta(), base_dir="/ws/models/q"))
+    brief, whole = evaluation.render_markdown(report, brief=True), evaluation.render_markdown(report)
+    assert whole.startswith(brief)
+    for line in ("| base | 44.10 | 2205 / 5000 | 43.48 |", "| trained: step 280 | 54.90 | 2745 / 5000 | 55.06 |",
+                 "| difference | +10.80 | | +11.58 |", "- base: `/ws/models/q`", "- max_out_len: `1024`",
+                 "Note: 5000 problems: one problem is 0.02 points of accuracy."):
+        assert line in brief
+    assert "algorithm.adv_estimator=grpo" not in brief and "algorithm.adv_estimator=grpo" in whole
 
 
 def test_report_says_when_the_training_configuration_is_unknown():

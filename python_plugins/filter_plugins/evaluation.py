@@ -29,9 +29,10 @@ def eval_report(results, meta):
     return evaluation.build_report(_plain(results["base"]), _plain(results["trained"]), _plain(meta))
 
 
-def eval_report_markdown(report):
-    """``{{ report | eval_report_markdown }}``: the report as markdown."""
-    return evaluation.render_markdown(_plain(report))
+def eval_report_markdown(report, brief=False):
+    """``{{ report | eval_report_markdown }}``: the report as markdown; ``brief=true`` for the console (without
+    the training configuration and the result files)."""
+    return evaluation.render_markdown(_plain(report), brief=bool(brief))
 
 
 class FilterModule:

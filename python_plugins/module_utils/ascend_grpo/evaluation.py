@@ -298,30 +298,57 @@ def reference_for(model, data, step):
 
 
 def build_report(base, trained, meta):
-    """The report: base vs trained accuracy, their difference, the checkpoint and the configuration."""
+    """The report: base vs trained accuracy, their difference, the models evaluated, the checkpoint, the settings,
+    the training configuration, and notes on what the figures can and cannot say.
+
+    ``meta``: ``dataset``; ``model`` (where the base weights came from: a hub id or a folder) and ``base_dir`` (the
+    folder evaluated); ``data``; ``checkpoint`` (``step``, ``dir``, ``saved``, ``merged``: the trained folder
+    evaluated); ``settings``; ``training`` (the launch behind the checkpoint); ``note`` (a sentence the inventory
+    adds, e.g. the simulated host's).
+    """
     diff = round(trained["accuracy"] - base["accuracy"], 2)
+    checkpoint = meta.get("checkpoint", {})
+    keep = ("accuracy", "correct", "problems", "result_file", "result_sha256", "evaluated_at")
     report = {
         "dataset": meta.get("dataset", "math_gen_a58d9d"),
         "problems": trained["problems"],
-        "base": {k: base[k] for k in ("model", "accuracy", "correct", "problems", "result_file", "result_sha256",
-                                      "evaluated_at") if k in base},
-        "trained": {k: trained[k] for k in ("model", "accuracy", "correct", "problems", "result_file",
-                                            "result_sha256", "evaluated_at") if k in trained},
+        "base": dict({k: base[k] for k in keep if k in base}, model=meta.get("base_dir") or base.get("model"),
+                     source=meta.get("model") or base.get("model")),
+        "trained": dict({k: trained[k] for k in keep if k in trained},
+                        model=checkpoint.get("merged") or trained.get("model"), step=checkpoint.get("step")),
         "difference": diff,
-        "checkpoint": meta.get("checkpoint", {}),
+        "checkpoint": checkpoint,
         "settings": meta.get("settings", {}),
         "training": meta.get("training", {}),
-        "reference": reference_for(meta.get("model"), meta.get("data"), meta.get("checkpoint", {}).get("step")),
+        "reference": reference_for(meta.get("model"), meta.get("data"), checkpoint.get("step")),
     }
+    report["notes"] = report_notes(report, meta.get("note"))
     return report
+
+
+def report_notes(report, note=None):
+    """What the figures can say: the weight of one problem, a warning when neither model solved any, and the
+    inventory's own ``note``."""
+    notes = []
+    problems = report["problems"]
+    if problems:
+        notes.append("%d problems: one problem is %.2f points of accuracy." % (problems, 100.0 / problems))
+    if report["base"].get("correct") == 0 and report["trained"].get("correct") == 0:
+        cut = report["settings"].get("max_out_len")
+        notes.append("Neither model solved a problem, so the difference says nothing about the training%s." % (
+            " (answers are cut at max_out_len = %s tokens)" % cut if cut else ""))
+    if note:
+        notes.append(str(note).strip())
+    return notes
 
 
 def _fmt(value):
     return "-" if value is None else "%.2f" % value
 
 
-def render_markdown(report):
-    """The report as markdown (what a person reads first)."""
+def render_markdown(report, brief=False):
+    """The report as markdown (what a person reads first). ``brief`` leaves out the training configuration and
+    OpenCompass's result files (the console shows the rest and names the file that has them)."""
     ck = report["checkpoint"]
     ref = report["reference"]
     lines = ["# GRPO evaluation: %s" % report["dataset"], "",
@@ -332,7 +359,7 @@ def render_markdown(report):
         header += " sample (%) |"
         rule += "---|"
     lines += [header, rule]
-    rows = [("base: " + str(report["base"].get("model")), report["base"], ref and ref["base"]),
+    rows = [("base", report["base"], ref and ref["base"]),
             ("trained: step %s" % ck.get("step"), report["trained"], ref and ref["trained"])]
     for name, res, sample in rows:
         line = "| %s | %s | %d / %d |" % (name, _fmt(res["accuracy"]), res["correct"], res["problems"])
@@ -346,10 +373,21 @@ def render_markdown(report):
     lines.append(line)
     if ref:
         lines += ["", "Sample figures: %s%s." % (ref["source"], "; " + ref["note"] if ref["note"] else "")]
+    base, trained = report["base"], report["trained"]
+    source = base.get("source")
+    lines += ["", "Models evaluated:", "",
+              "- base: `%s`%s" % (base.get("model"), ", the weights from `%s`" % source
+                                  if source and source != base.get("model") else ""),
+              "- trained: `%s`, step %s of `%s` merged to Hugging Face format" % (
+                  trained.get("model"), ck.get("step"), ck.get("dir", "?"))]
+    if report.get("notes"):
+        lines += [""] + ["Note: %s" % note for note in report["notes"]]
     settings = report["settings"]
     if settings:
         lines += ["", "## Evaluation settings", ""]
         lines += ["- %s: `%s`" % (k, json.dumps(settings[k], sort_keys=True)) for k in sorted(settings)]
+    if brief:
+        return "\n".join(lines) + "\n"
     training = report["training"]
     if not training:
         lines += ["", "Training configuration: not on record (the run's launches.jsonl has no launch before this "
