@@ -1,4 +1,5 @@
 # make demo: the whole chain on the simulated 910B host. make test: lint, pytest, molecule.
+# A fresh Debian/Ubuntu machine first needs: sudo sh files/prepare-host.sh (Docker engine, debootstrap, make, venv).
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
@@ -9,13 +10,22 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv demo test lint unit molecule bench clean-sim
+.PHONY: venv test-venv demo test lint unit molecule bench clean-sim
 
+# The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
+# use need. pip's own output shows the progress.
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.py
-	python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	@test -x $(BIN)/python || python3 -m venv $(VENV)
+	@echo "== $(VENV): the controller's packages (ansible-core, ansible, requests): about 100 MB, a minute or two"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
+	touch $@
+
+# The tests' packages on top (torch, transformers, datasets, molecule, ansible-lint, ...): only `make test` needs them.
+test-venv: $(VENV)/.installed-test
+$(VENV)/.installed-test: $(VENV)/.installed setup.py
+	@echo "== $(VENV): the tests' packages (torch, transformers, datasets, molecule, ansible-lint, ...): about 1.5 GB"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e '.[test]'
 	touch $@
 
 demo: venv
@@ -24,16 +34,16 @@ demo: venv
 
 test: lint unit molecule
 
-lint: venv
+lint: test-venv
 	ansible-lint --profile production
 
-unit: venv
+unit: test-venv
 	$(BIN)/python -m pytest -q
 
-molecule: venv
+molecule: test-venv
 	molecule test
 
-bench: venv
+bench: test-venv
 	$(BIN)/python benchmarks/container_converge.py
 
 clean-sim:
