@@ -28,8 +28,11 @@ $(VENV)/.installed-test: $(VENV)/.installed setup.py
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e '.[test]'
 	touch $@
 
+# The sim host (image, device nodes, npu-smi), then its tiny model and problems (built with the training environment's
+# Python once the container and deps stages made it: sim_sources.yml runs them), then the whole chain.
 demo: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim
+	ansible-playbook playbooks/sim_sources.yml -i inventories/sim
 	ansible-playbook site.yml -i inventories/sim
 
 test: lint unit molecule
