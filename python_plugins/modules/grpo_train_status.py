@@ -160,7 +160,12 @@ def look(p):
         result["error"] = verl_log.why_it_ended(job.get("exit_status"), parsed.get("error"),
                                                 job["tail"][-1] if job["tail"] else None, saved["saved"], free)
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
-    step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
+    if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
+        step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]
+                                         if result["resumed_from"] else " (of %s)" % result["total_steps"]
+                                         if result["total_steps"] else ": verl is starting")
+    else:
+        step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
     metrics = ", ".join("%s %s" % (k, ("%.4g" % summary[k]) if isinstance(summary[k], float) else summary[k])
                         for k in ("score_mean", "kl_loss", "response_length", "step_time_s")
                         if summary.get(k) is not None)
