@@ -13,13 +13,14 @@ sys.path.insert(0, os.path.join(ROOT, "python_plugins", "callback_plugins"))
 import grpo_console  # noqa: E402
 
 
-def ansible_playbook(*args):
+def ansible_playbook(*args, extra_env=None):
     """``ansible-playbook ARGS`` with the package's ansible.cfg, as a user runs it (not through ansible-runner,
     which puts its own stdout callback in front): the CompletedProcess, stdout and stderr together."""
     exe = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0")
     env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+    env.update(extra_env or {})
     return subprocess.run([exe, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
 
 
@@ -74,6 +75,36 @@ def test_a_plain_run_prints_nothing_for_the_plays_it_leaves_out():
                    "Render, validate and launch"):
         assert absent not in out, out
     assert "PLAY RECAP" in out and "failed=0" in out
+
+
+def test_a_long_async_task_says_it_is_still_working(tmp_path):
+    """The deps stage's install runs with async and poll: a line per repeat_after (here 2 s), no ASYNC POLL/OK."""
+    book = tmp_path / "async.yml"
+    book.write_text(textwrap.dedent("""\
+        - name: Install something slowly
+          hosts: localhost
+          connection: local
+          gather_facts: false
+          tasks:
+            - name: Install | Plan, install, verify
+              ansible.builtin.command: sleep 7
+              async: 60
+              poll: 1
+              changed_when: false
+        """))
+    result = ansible_playbook(str(book), "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
+                              extra_env={"GRPO_CONSOLE_REPEAT_AFTER": "2"})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    working = [line.strip() for line in out.splitlines() if "still working" in line]
+    assert 2 <= len(working) <= 4, out
+    assert working[0].startswith("[localhost] still working: Install | Plan, install, verify (0m0"), out
+    assert "ASYNC" not in out and "ok: [localhost]" in out, out
+
+
+def test_async_line():
+    assert grpo_console.async_line("h", "Install", first_seen=10.0, now=40.0) is None
+    assert grpo_console.async_line("h", "Install", first_seen=10.0, now=135.0) == "  [h] still working: Install (2m05s)"
 
 
 def test_a_failing_argument_check_still_prints(tmp_path):

@@ -15,7 +15,21 @@ description:
     stop), C(--tags status), which a plain run leaves out) prints nothing.
   - The argument checks Ansible adds in front of every role (C(Validating arguments against arg spec)) print
     nothing when they pass; a failing one prints as usual.
+  - A task run with C(async) and C(poll) (the pip installs of the deps and eval stages) prints that it is still
+    working, with the time it has taken, once a minute, instead of an C(ASYNC POLL) line per poll.
   - With C(-v) or more every line of the default output is printed as well.
+options:
+  repeat_after:
+    description:
+      - Seconds before an unchanged progress line is printed again, and between two "still working" lines of an
+        async task.
+    type: float
+    default: 60
+    env:
+      - name: GRPO_CONSOLE_REPEAT_AFTER
+    ini:
+      - section: grpo_console
+        key: repeat_after
 extends_documentation_fragment:
   - default_callback
   - result_format_callback
@@ -42,7 +56,7 @@ def _result_dict(result):
     return res if isinstance(res, dict) else {}
 
 
-def retry_line(host, task_name, res, last=None, now=None):
+def retry_line(host, task_name, res, last=None, now=None, repeat_after=REPEAT_AFTER_S):
     """The line for one retry of a waiting task, or None when nothing new is to be said.
 
     ``res`` is the attempt's result (with ``attempts`` and ``retries``); ``last`` is ``(text, shown_at,
@@ -61,11 +75,21 @@ def retry_line(host, task_name, res, last=None, now=None):
     if isinstance(progress, str) and progress.strip():
         text = progress.strip()[:300]
         if last is not None and last[0] == text:
-            if now - last[1] < REPEAT_AFTER_S:
+            if now - last[1] < repeat_after:
                 return None, None
             return "  [%s] %s (no new output for %ds)" % (host, text, int(now - last[2])), text
         return "  [%s] %s" % (host, text), text
     return "  [%s] still waiting: %s%s" % (host, task_name, count), None
+
+
+def async_line(host, task_name, first_seen, now, repeat_after=REPEAT_AFTER_S):
+    """The line for one poll of an async task, or None before ``repeat_after`` seconds: the time since the first
+    poll (monotonic seconds)."""
+    waited = now - first_seen
+    if waited < repeat_after:
+        return None
+    minutes, seconds = divmod(int(waited), 60)
+    return "  [%s] still working: %s (%dm%02ds)" % (host, task_name, minutes, seconds)
 
 
 class CallbackModule(DefaultCallback):
@@ -78,6 +102,13 @@ class CallbackModule(DefaultCallback):
         self._pending_play = None
         self._quiet = set()  # uuids of passing argument checks not shown
         self._progress = {}  # (host, task uuid) -> (text, shown_at, changed_at)
+        self._async = {}  # (host, task name) -> (first poll, last line shown), monotonic seconds
+
+    def _repeat_after(self):
+        try:
+            return float(self.get_option("repeat_after"))
+        except (KeyError, TypeError, ValueError):
+            return REPEAT_AFTER_S
 
     # plays: the banner waits for the play's first task
     def v2_playbook_on_play_start(self, play):
@@ -152,10 +183,32 @@ class CallbackModule(DefaultCallback):
         key = (host, getattr(result.task, "_uuid", name))
         now = time.monotonic()
         last = self._progress.get(key)
-        line, text = retry_line(host, name, res, last=last, now=now)
+        line, text = retry_line(host, name, res, last=last, now=now, repeat_after=self._repeat_after())
         if line is None:
             return
         if text is not None:
             changed_at = last[2] if last is not None and last[0] == text else now
             self._progress[key] = (text, now, changed_at)
         self._display.display(line)
+
+    def v2_runner_on_async_poll(self, result):
+        if self._display.verbosity >= 1:
+            super().v2_runner_on_async_poll(result)
+            return
+        host = self.host_label(result)
+        # each poll is an async_status task of its own: the name is the task that started it, the last one shown
+        name = self._last_task_name or (result.task_name or str(result.task)).strip()
+        key = (host, name)
+        now = time.monotonic()
+        first, shown = self._async.setdefault(key, (now, now))
+        if now - shown < self._repeat_after():
+            return
+        line = async_line(host, name, first, now, repeat_after=self._repeat_after())
+        if line:
+            self._async[key] = (first, now)
+            self._display.display(line)
+
+    def v2_runner_on_async_ok(self, result):
+        self._async.pop((self.host_label(result), self._last_task_name or (result.task_name or "").strip()), None)
+        if self._display.verbosity >= 1:  # "ASYNC OK on host: jid=...": the ok or changed line that follows says it
+            super().v2_runner_on_async_ok(result)
