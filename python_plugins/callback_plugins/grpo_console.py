@@ -6,7 +6,7 @@ name: grpo_console
 type: stdout
 short_description: The default output, with progress lines instead of "FAILED - RETRYING" and no empty plays
 description:
-  - Prints what C(ansible.builtin.default) prints, with three differences.
+  - Prints what C(ansible.builtin.default) prints, with these differences.
   - A task that waits in an C(until) loop prints a progress line per check, not C(FAILED - RETRYING). When the result
     carries a C(progress) string (C(grpo_job), C(grpo_train_status), the weights download), the line is that string,
     printed when it changes and otherwise once a minute with the time it has stood still. Without one, the line
@@ -15,7 +15,7 @@ description:
     stop), C(--tags status), which a plain run leaves out) prints nothing.
   - The argument checks Ansible adds in front of every role (C(Validating arguments against arg spec)) print
     nothing when they pass; a failing one prints as usual.
-  - A task run with C(async) and C(poll) (the pip installs of the deps and eval stages) prints that it is still
+  - A task run with C(async) and C(poll) (the deps stage's install) prints that it is still
     working, with the time it has taken, once a minute, instead of an C(ASYNC POLL) line per poll.
   - With C(-v) or more every line of the default output is printed as well.
 options:
