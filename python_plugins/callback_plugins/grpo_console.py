@@ -50,18 +50,15 @@ REPEAT_AFTER_S = 60.0
 
 
 def _result_dict(result):
-    res = getattr(result, "result", None)
-    if res is None:  # ansible-core before 2.19 names it _result
-        res = getattr(result, "_result", None)
-    return res if isinstance(res, dict) else {}
+    return result.result if isinstance(result.result, dict) else {}  # ansible-core 2.19's CallbackTaskResult
 
 
 def retry_line(host, task_name, res, last=None, now=None, repeat_after=REPEAT_AFTER_S):
     """The line for one retry of a waiting task, or None when nothing new is to be said.
 
     ``res`` is the attempt's result (with ``attempts`` and ``retries``); ``last`` is ``(text, shown_at,
-    changed_at)`` for the progress shown before for this host and task, or None (monotonic seconds). Returns ``(line, key)``: ``key`` is the text to remember
-    (the progress), or ``(None, None)`` to print nothing this time.
+    changed_at)`` for the progress shown before for this host and task, or None (monotonic seconds). Returns
+    ``(line, text)``: ``text`` is the progress to remember, or None; ``(None, None)`` prints nothing this time.
     """
     now = time.monotonic() if now is None else now
     attempts, retries = res.get("attempts"), res.get("retries")
@@ -195,10 +192,7 @@ class CallbackModule(DefaultCallback):
         if self._display.verbosity >= 1:
             super().v2_runner_on_async_poll(result)
             return
-        host = self.host_label(result)
-        # each poll is an async_status task of its own: the name is the task that started it, the last one shown
-        name = self._last_task_name or (result.task_name or str(result.task)).strip()
-        key = (host, name)
+        host, name = key = self._async_key(result)
         now = time.monotonic()
         first, shown = self._async.setdefault(key, (now, now))
         if now - shown < self._repeat_after():
@@ -208,7 +202,11 @@ class CallbackModule(DefaultCallback):
             self._async[key] = (first, now)
             self._display.display(line)
 
+    def _async_key(self, result):
+        # each poll is an async_status task of its own: the name is the task that started it, the last one shown
+        return self.host_label(result), self._last_task_name or (result.task_name or str(result.task)).strip()
+
     def v2_runner_on_async_ok(self, result):
-        self._async.pop((self.host_label(result), self._last_task_name or (result.task_name or "").strip()), None)
+        self._async.pop(self._async_key(result), None)
         if self._display.verbosity >= 1:  # "ASYNC OK on host: jid=...": the ok or changed line that follows says it
             super().v2_runner_on_async_ok(result)

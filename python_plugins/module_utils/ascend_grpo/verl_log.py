@@ -428,26 +428,19 @@ def _cell(value, fmt):
     return fmt(value) if callable(fmt) else fmt % value
 
 
-def _step_cell(row):
-    step, total = row.get("step"), row.get("total_steps")
-    if step is None:
+def _of_cell(value, total):
+    """ "2/2", "1/?" (total unknown) or "-" (value unknown)."""
+    if value is None:
         return "-"
-    return "%d/%s" % (step, "?" if total is None else total)
-
-
-def _epoch_cell(row):
-    epoch, total = row.get("epoch"), row.get("total_epochs")
-    if epoch is None:
-        return "-"
-    return "%d/%s" % (epoch, "?" if total is None else total)
+    return "%d/%s" % (value, "?" if total is None else total)
 
 
 # (header, row -> cell text, right-aligned) in table order; the NPU column only when a row has "npu".
 _TABLE = (
     ("HOST", lambda row: _cell(row.get("host"), "%s"), False),
     ("STATE", lambda row: _cell(row.get("state"), "%s"), False),
-    ("STEP", _step_cell, True),
-    ("EPOCH", lambda row: _epoch_cell(row), True),
+    ("STEP", lambda row: _of_cell(row.get("step"), row.get("total_steps")), True),
+    ("EPOCH", lambda row: _of_cell(row.get("epoch"), row.get("total_epochs")), True),
     ("ETA", lambda row: _cell(row.get("eta_s"), _hms), True),
     ("SCORE", lambda row: _cell(row.get("score_mean"), "%.3f"), True),
     ("KL_LOSS", lambda row: _cell(row.get("kl_loss"), "%.3g"), True),
