@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from ascend_grpo import stack
 
 BASE = "%d.%d" % sys.version_info[:2]
@@ -156,3 +158,32 @@ def test_a_making_cut_short_here_is_removed_not_kept(tmp_path):
     assert again["action"] == "remade" and again["moved_to"] is None
     assert again["reason"] == "its making here was cut short (a full disk, a kill)"
     assert sorted(os.listdir(str(tmp_path))) == ["stack"]
+
+
+# What pip printed for triton 3.4.0 wanted by torch on a platform without its wheel: pip 23.2.1 (what `python3 -m
+# venv` brings on Python 3.11) keeps the environment marker, pip 26.3 drops it.
+PIP_23_NOT_FOUND = (
+    'ERROR: Could not find a version that satisfies the requirement triton==3.4.0; platform_system == "Linux" and '
+    'platform_machine == "x86_64" (from torch) (from versions: 3.5.0, 3.5.1, 3.6.0)\n'
+    'ERROR: No matching distribution found for triton==3.4.0; platform_system == "Linux" and '
+    'platform_machine == "x86_64"\n')
+PIP_26_NOT_FOUND = (
+    "ERROR: Could not find a version that satisfies the requirement triton==3.4.0 (from torch) "
+    "(from versions: 3.5.0, 3.5.1, 3.6.0)\n"
+    "ERROR: No matching distribution found for triton==3.4.0 (from torch)\n")
+
+
+@pytest.mark.parametrize("text", [PIP_23_NOT_FOUND, PIP_26_NOT_FOUND], ids=["pip23", "pip26"])
+def test_a_missing_distribution_reads_the_same_from_old_and_new_pip(text):
+    assert stack.no_distribution(text) == "triton==3.4.0 (from torch; the index has: 3.5.0, 3.5.1, 3.6.0)"
+    message = stack.explain_pip_error(text, ["--index-url", "https://mirror.example/simple"])
+    assert message.startswith("no distribution of triton==3.4.0 (from torch; the index has: 3.5.0")
+    assert "--index-url https://mirror.example/simple" in message and "platform_machine" not in message
+
+
+def test_a_missing_top_level_requirement_names_no_asker():
+    text = ("ERROR: Could not find a version that satisfies the requirement six==0.0.42 (from versions: none)\n"
+            "ERROR: No matching distribution found for six==0.0.42\n")
+    assert stack.no_distribution(text) == "six==0.0.42"
+    assert stack.no_distribution("ERROR: No matching distribution found for six==0.0.42\n") == "six==0.0.42"
+    assert stack.no_distribution("Successfully installed six-1.17.0\n") is None

@@ -7,6 +7,7 @@ subprocess.run returning (rc, stdout, stderr).
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -154,10 +155,28 @@ def manylinux_platforms(arch, glibc):
     return tags + ["manylinux2014_%s" % arch, "linux_%s" % arch]
 
 
+_NOT_FOUND = re.compile(r"Could not find a version that satisfies the requirement (?P<req>.+?)"
+                        r"(?: \(from (?!versions:)(?P<who>[^()]*)\))?"
+                        r"(?: \(from versions: (?P<versions>[^()]*)\))?\s*$")
+
+
 def no_distribution(text):
+    """The requirement pip found no distribution of, as "req (from who; the index has: versions)", or None.
+
+    pip before 24 prints the requirement with its environment marker ("triton==3.4.0; platform_machine ==
+    \"x86_64\" (from torch)"), later ones without: the marker is dropped so both read the same."""
+    for line in text.splitlines():
+        match = _NOT_FOUND.search(line)
+        if match:
+            req = match.group("req").split(";", 1)[0].strip()
+            said = [("from " + match.group("who")) if match.group("who") else "",
+                    ("the index has: " + match.group("versions")) if (match.group("versions") or "").strip()
+                    and match.group("versions").strip() != "none" else ""]
+            said = "; ".join(part for part in said if part)
+            return "%s (%s)" % (req, said) if said else req
     for line in text.splitlines():
         if "No matching distribution found for" in line:
-            return line.split("found for", 1)[1].strip()
+            return line.split("found for", 1)[1].split(";", 1)[0].strip()
     return None
 
 
