@@ -1,0 +1,139 @@
+"""The multi-host Ray cluster engine: the plan from the inventory, ray start's arguments, routes, joins, drift.
+
+References come from verl's docs/start/multinode.rst at 634bd935 (ray start --head / --address=<head>:6379,
+trainer.nnodes) and verl/single_controller/ray/base.py (on Ascend a worker asks Ray for {"NPU": n}), and from the
+issue's facts (HCCL_IF_IP and the three *_SOCKET_IFNAME variables per node; token auth from Ray 2.52).
+"""
+
+import json
+import socket
+import threading
+
+import pytest
+
+from ascend_grpo import cluster
+
+
+def node(host, cards, head=False):
+    return {"name": "qwen-grpo@" + host, "host": host, "cards": cards, "head": head}
+
+
+def test_the_first_host_heads_and_the_inventory_gives_nnodes_and_cards():
+    plan = cluster.plan([node("a", [0, 1]), node("b", [0, 1]), node("c", [4, 5])])
+    assert plan == {"head": "qwen-grpo@a", "head_host": "a", "nnodes": 3, "n_gpus_per_node": 2,
+                    "workers": ["qwen-grpo@b", "qwen-grpo@c"], "problems": []}
+
+
+def test_a_marked_host_or_the_setting_names_the_head():
+    assert cluster.plan([node("a", [0]), node("b", [0], head=True)])["head"] == "qwen-grpo@b"
+    assert cluster.plan([node("a", [0]), node("b", [0], head=True)], head="a")["head_host"] == "a"
+    plan = cluster.plan([node("a", [0], True), node("b", [0], True)])
+    assert plan["problems"] == ["hosts a, b are all marked ray_cluster_head_node: mark one"]
+    plan = cluster.plan([node("a", [0]), node("b", [0])], head="z")
+    assert "ray_cluster_head is z, which is not an NPU host (they are a, b)" in plan["problems"][0]
+
+
+def test_unequal_cards_are_refused_naming_the_hosts_and_the_setting():
+    plan = cluster.plan([node("a", [0, 1, 2, 3, 4, 5, 6, 7]), node("b", [0, 1, 2, 3])])
+    assert plan["problems"] == [
+        "the hosts offer different numbers of cards (b: 4; a: 8), but verl gives every node the same "
+        "trainer.n_gpus_per_node: set npu_container_visible_devices to as many cards on each host"]
+    assert "has no card" in cluster.plan([node("a", [0]), node("b", [])])["problems"][0]
+    assert cluster.plan([])["problems"] == ["no NPU host in the inventory: list the hosts under npu_hosts"]
+
+
+def test_versions_and_token_auth():
+    assert cluster.version_tuple("2.41.0") == (2, 41, 0)
+    assert cluster.version_tuple("2.60.0rc1") == (2, 60, 0)
+    assert cluster.version_tuple(None) == ()
+    assert not cluster.token_auth_supported("2.41.0")  # the guide's NPU pin
+    assert not cluster.token_auth_supported("2.51.9")
+    assert cluster.token_auth_supported("2.52.0")
+    assert cluster.token_auth_supported("2.60.0")  # the simulated host's
+    assert not cluster.token_auth_supported(None)
+
+
+def test_each_node_gets_its_address_and_its_nic_for_hccl_gloo_and_tp():
+    env = cluster.node_env("10.0.0.12", "eth1", {"HCCL_CONNECT_TIMEOUT": "900"})
+    assert env == {"HCCL_CONNECT_TIMEOUT": "900", "HCCL_IF_IP": "10.0.0.12", "HCCL_SOCKET_IFNAME": "eth1",
+                   "GLOO_SOCKET_IFNAME": "eth1", "TP_SOCKET_IFNAME": "eth1"}
+
+
+def test_the_head_keeps_its_dashboard_on_loopback_and_names_its_private_address():
+    argv = cluster.start_argv("head", "10.0.0.11", resources={"NPU": 8})
+    assert argv == ["ray", "start", "--head", "--port=6379", "--include-dashboard=true",
+                    "--dashboard-host=127.0.0.1", "--dashboard-port=8265", "--node-ip-address=10.0.0.11",
+                    '--resources={"NPU":8}', "--disable-usage-stats"]
+    assert "--include-dashboard=false" in cluster.start_argv("head", "10.0.0.11", dashboard="off")
+    assert "--dashboard-host=0.0.0.0" in cluster.start_argv("head", "10.0.0.11", dashboard="all")
+    with pytest.raises(cluster.ClusterError, match="ray_cluster_dashboard"):
+        cluster.start_argv("head", "10.0.0.11", dashboard="public")
+
+
+def test_a_worker_joins_the_heads_address():
+    argv = cluster.start_argv("worker", "10.0.0.12", head_ip="10.0.0.11", resources={"NPU": 8},
+                              num_gpus=1, num_cpus=2, ray="/ws/venvs/stack/bin/ray")
+    assert argv[:3] == ["/ws/venvs/stack/bin/ray", "start", "--address=10.0.0.11:6379"]
+    assert "--head" not in argv and not any(a.startswith("--dashboard") for a in argv)
+    assert "--num-gpus=1" in argv and "--num-cpus=2" in argv and "--node-ip-address=10.0.0.12" in argv
+    with pytest.raises(cluster.ClusterError):
+        cluster.start_argv("worker", "10.0.0.12")
+
+
+def test_the_route_to_an_address_names_the_loopback_interface_here():
+    known = cluster.interfaces()
+    assert known.get("lo") == "127.0.0.1"
+    assert cluster.route_to("127.0.0.1") == ("127.0.0.1", "lo")
+    assert cluster.address_of("lo") == "127.0.0.1"
+    with pytest.raises(cluster.ClusterError, match="interface nosuch0 has no IPv4 address here"):
+        cluster.address_of("nosuch0")
+    with pytest.raises(cluster.ClusterError, match="no interface has"):
+        cluster.route_to("127.0.0.1", known={"eth9": "10.9.9.9"})
+
+
+def test_a_port_that_answers_and_one_that_refuses():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    threading.Thread(target=lambda: server.accept()[0].close(), daemon=True).start()
+    assert cluster.tcp_reachable("127.0.0.1", port) is None
+    server.close()
+    assert cluster.tcp_reachable("127.0.0.1", port).startswith("connection refused")
+
+
+def test_a_failed_join_says_why():
+    why = cluster.join_failure("", "10.0.0.11", 6379, "timed out after 5s (a firewall dropping the port, or a "
+                               "wrong address)")
+    assert why.startswith("cannot reach the head at 10.0.0.11:6379 (timed out") and "ray_cluster_head_address" in why
+    why = cluster.join_failure("", "10.0.0.11", 6379, None, head_version="2.41.0", own_version="2.60.0")
+    assert why.startswith("version mismatch: the head runs Ray 2.41.0, this node Ray 2.60.0") and "deps" in why
+    assert cluster.join_failure("boom\nlast line\n", "h", 1, None) == "ray start failed: boom | last line"
+
+
+def test_ray_view_compared_with_the_inventory():
+    seen = [{"NodeManagerAddress": "10.0.0.11", "Alive": True, "Resources": {"NPU": 8.0, "CPU": 192.0}},
+            {"NodeManagerAddress": "10.0.0.12", "Alive": True, "Resources": {"NPU": 4.0}},
+            {"NodeManagerAddress": "10.0.0.13", "Alive": False, "Resources": {"NPU": 8.0}},
+            {"NodeManagerAddress": "10.0.0.99", "Alive": True, "Resources": {}}]
+    expected = [{"name": "a", "ip": "10.0.0.11", "resources": {"NPU": 8}},
+                {"name": "b", "ip": "10.0.0.12", "resources": {"NPU": 8}},
+                {"name": "c", "ip": "10.0.0.13", "resources": {"NPU": 8}}]
+    assert cluster.compare_nodes(expected, seen) == {
+        "joined": ["a"],
+        "missing": [{"name": "b", "ip": "10.0.0.12", "why": "joined short of NPU 4 of 8"},
+                    {"name": "c", "ip": "10.0.0.13", "why": "not in Ray's view of the cluster"}],
+        "extra": ["10.0.0.99"]}
+
+
+def test_stacks_compared_across_nodes():
+    stacks = {"b": {"ray": "2.41.0", "torch": "2.8.0"}, "a": {"ray": "2.41.0", "torch": "2.8.0", "vllm": "0.13.0"}}
+    assert cluster.stack_drift(stacks) == ["vllm: a 0.13.0, b missing"]
+    assert cluster.stack_drift({"a": {"ray": "1"}, "b": {"ray": "1"}}) == []
+
+
+def test_this_pythons_packages_and_no_ray_daemon_here():
+    packages = cluster.installed_packages()
+    assert packages["pytest"] == pytest.__version__
+    assert cluster.ray_processes() == {"raylet": [], "gcs_server": []}
+    json.dumps(packages)
