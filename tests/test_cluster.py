@@ -6,10 +6,12 @@ issue's facts (HCCL_IF_IP and the three *_SOCKET_IFNAME variables per node; toke
 """
 
 import json
+import os
 import socket
-import threading
+import sys
 
 import pytest
+from conftest import ROOT
 
 from ascend_grpo import cluster
 
@@ -96,7 +98,6 @@ def test_a_port_that_answers_and_one_that_refuses():
     server.bind(("127.0.0.1", 0))
     server.listen(1)
     port = server.getsockname()[1]
-    threading.Thread(target=lambda: server.accept()[0].close(), daemon=True).start()
     assert cluster.tcp_reachable("127.0.0.1", port) is None
     server.close()
     assert cluster.tcp_reachable("127.0.0.1", port).startswith("connection refused")
@@ -137,3 +138,50 @@ def test_this_pythons_packages_and_no_ray_daemon_here():
     assert packages["pytest"] == pytest.__version__
     assert cluster.ray_processes() == {"raylet": [], "gcs_server": []}
     json.dumps(packages)
+
+
+# The filters the cluster stage and the status view use.
+sys.path.insert(0, os.path.join(ROOT, "python_plugins", "filter_plugins"))
+import cluster as cluster_filters  # noqa: E402
+import train as train_filters  # noqa: E402
+
+
+class FakeHostVars(dict):
+    pass
+
+
+def test_the_plan_filter_reads_each_environment_and_the_head_mark_on_its_npu_host():
+    envs = [{"inventory_hostname": "qwen-grpo@a", "grpo_npu_host": "a", "grpo_cards": [0]},
+            {"inventory_hostname": "qwen-grpo@b", "grpo_npu_host": "b", "grpo_cards": [0]}]
+    hostvars = FakeHostVars(a={}, b={"ray_cluster_head_node": True})
+    plan = cluster_filters.cluster_plan(envs, hostvars, "")
+    assert (plan["head"], plan["workers"], plan["nnodes"]) == ("qwen-grpo@b", ["qwen-grpo@a"], 2)
+    assert cluster_filters.cluster_plan(envs, hostvars, "a")["head"] == "qwen-grpo@a"
+
+
+def test_ray_start_argv_filter_drops_unset_counts():
+    argv = cluster_filters.ray_start_argv("worker", "10.0.0.12", head_ip="10.0.0.11", num_gpus=None, num_cpus="",
+                                          resources={"NPU": 1}, port=6379)
+    assert not any(a.startswith(("--num-gpus", "--num-cpus")) for a in argv)
+
+
+def test_a_node_in_rays_view_for_the_status_table():
+    view = {"nodes": [{"ip": "10.0.0.11", "alive": True, "resources": {"NPU": 8.0, "CPU": 192.0, "memory": 1e12,
+                                                                         "node:10.0.0.11": 1.0}},
+                      {"ip": "10.0.0.12", "alive": False, "resources": {"NPU": 8.0}}], "error": None}
+    assert train_filters.cluster_node_view(view, "10.0.0.11") == "10.0.0.11 alive, CPU 192, NPU 8"
+    assert train_filters.cluster_node_view(view, "10.0.0.12") == "10.0.0.12 not in Ray's view"
+    assert train_filters.cluster_node_view({"nodes": [], "error": "no answer"}, "10.0.0.12") == (
+        "10.0.0.12: cluster not answering")
+
+
+def test_the_status_table_gets_a_ray_column_only_for_a_cluster():
+    rows = [{"host": "qwen-grpo@a", "state": "running", "summary": {"step": 3, "total_steps": 8},
+             "ray": "10.0.0.11 alive, NPU 8"},
+            {"host": "qwen-grpo@b", "state": "node of qwen-grpo@a", "ray": "10.0.0.12 alive, NPU 8"}]
+    table = train_filters.train_status_table(rows).splitlines()
+    assert table[0].split()[-1] == "RAY"
+    assert table[2].startswith("qwen-grpo@a  running") and table[2].endswith("10.0.0.11 alive, NPU 8")
+    assert table[3].startswith("qwen-grpo@b  node of qwen-grpo@a") and table[3].endswith("10.0.0.12 alive, NPU 8")
+    single = train_filters.train_status_table([{"host": "h", "state": "finished"}])
+    assert "RAY" not in single

@@ -25,6 +25,18 @@ def _cards(cards):
         "%g" % c["aicore_pct"] if c.get("aicore_pct") is not None else "?") for c in cards or [])
 
 
+def cluster_node_view(view, ip):
+    """``{{ ray_cluster_view | cluster_node_view(ip) }}``: one node in Ray's view, "10.0.0.12 alive, NPU 8"."""
+    for node in (view or {}).get("nodes") or []:
+        if node.get("ip") == ip and node.get("alive"):
+            wanted = {k: v for k, v in (node.get("resources") or {}).items()
+                      if k in ("NPU", "GPU", "CPU", "cpu")}
+            return "%s alive, %s" % (ip, ", ".join("%s %g" % kv for kv in sorted(wanted.items())) or "no resources")
+    if (view or {}).get("error"):
+        return "%s: cluster not answering" % ip
+    return "%s not in Ray's view" % ip
+
+
 def train_status_table(reports):
     """``{{ reports | train_status_table }}``: the status view's table for people, one row per training run.
 
@@ -37,10 +49,13 @@ def train_status_table(reports):
             row["error"] = report["error"]
         if report.get("cards"):
             row["npu"] = _cards(report["cards"])
+        if report.get("ray"):
+            row["ray"] = report["ray"]
         rows.append(row)
     return verl_log.render_table(rows)
 
 
 class FilterModule:
     def filters(self):
-        return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table}
+        return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
+                "cluster_node_view": cluster_node_view}

@@ -209,14 +209,15 @@ def main():
         module.exit_json(changed=True, running=running, diff=dict(
             before={"script_sha1": record.get("script_sha1"), "running": running},
             after={"script_sha1": digest, "running": True}))
-    output = ""
-    if running:  # started from another script (other settings): stopped first
-        output = _stop(module, p["ray"], p["timeout"])
+    # A head this worker cannot reach fails before anything here changes (a Ray that runs keeps running).
     if p["role"] == "worker" and p["head_address"]:
         reach = cluster.tcp_reachable(p["head_address"], p["port"])
         if reach:
             module.fail_json(msg=cluster.join_failure("", p["head_address"], p["port"], reach), reach=reach,
-                             running=False)
+                             running=running)
+    output = ""
+    if running:  # started from another script (other settings): stopped first
+        output = _stop(module, p["ray"], p["timeout"])
     try:
         proc = subprocess.run(["bash", p["script"]], capture_output=True, text=True, timeout=p["timeout"],
                               check=False)

@@ -450,6 +450,8 @@ _TABLE = (
     ("CKPT", lambda row: _cell(row.get("last_checkpoint"), "%d"), True),
 )
 _NPU_COLUMN = ("NPU", lambda row: row.get("npu") or "-", False)
+# Several hosts: Ray's view of the row's node ("10.0.0.12 alive, NPU 8"), shown when any row has one.
+_RAY_COLUMN = ("RAY", lambda row: row.get("ray") or "-", False)
 
 
 def render_table(rows):
@@ -457,12 +459,13 @@ def render_table(rows):
     summary of the NPU cards as a str), one row each in the given order.
 
     Columns: HOST, STATE, STEP ("2/2"), EPOCH ("1/1"), ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
-    (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step) and NPU when
-    any row has one; "-" for an unknown value. A row with an "error" is followed by an indented ``error: ...``
+    (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step), then RAY (a
+    cluster node in Ray's view, a str) and NPU when any row has one; "-" for an unknown value. A row with an "error" is followed by an indented ``error: ...``
     line. Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
-    columns = _TABLE + ((_NPU_COLUMN,) if any(row.get("npu") for row in rows) else ())
+    columns = (_TABLE + ((_RAY_COLUMN,) if any(row.get("ray") for row in rows) else ())
+               + ((_NPU_COLUMN,) if any(row.get("npu") for row in rows) else ()))
     cells = [[render(row) for _, render, _ in columns] for row in rows]
     lines = workspace.text_table([header for header, _, _ in columns], cells,
                                  right={i for i, (_, _, right) in enumerate(columns) if right})

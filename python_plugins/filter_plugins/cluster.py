@@ -1,0 +1,55 @@
+"""Filters for the multi-host cluster: the plan from the inventory, and ray start's arguments."""
+
+from ascend_grpo import cluster
+
+
+def cluster_plan(envs, hostvars=None, head=""):
+    """``{{ groups['npu_envs'] | map('extract', hostvars) | list | cluster_plan(hostvars, ray_cluster_head) }}``.
+
+    Each training environment with its NPU host and cards; a host marks itself head with ray_cluster_head_node."""
+    nodes = []
+    for env in envs:
+        host = env.get("grpo_npu_host") or env.get("inventory_hostname")
+        marked = False
+        if hostvars is not None and host in hostvars:
+            marked = bool(hostvars[host].get("ray_cluster_head_node", False))
+        nodes.append({"name": env.get("inventory_hostname"), "host": host, "cards": list(env.get("grpo_cards") or []),
+                      "head": marked})
+    return cluster.plan(nodes, head or None)
+
+
+def cluster_nodes_plan(nodes, head=""):
+    """``{{ [{name, host, cards, head}, ...] | cluster_nodes_plan(ray_cluster_head) }}``: the plan from nodes."""
+    return cluster.plan(list(nodes), head or None)
+
+
+def ray_start_argv(role, node_ip, **kwargs):
+    """``{{ 'head' | ray_start_argv(ip, port=..., resources=..., dashboard=...) }}``: ``ray start``'s arguments."""
+    kwargs = {k: v for k, v in kwargs.items() if v is not None and v != ""}
+    return cluster.start_argv(role, node_ip, **kwargs)
+
+
+def cluster_node_env(base, ip, ifname):
+    """``{{ ray_cluster_hccl_env | cluster_node_env(ip, ifname) }}``: the node's HCCL, Gloo and TP variables."""
+    return cluster.node_env(ip, ifname, base)
+
+
+def stack_drift(stacks):
+    """``{{ {node: packages, ...} | stack_drift }}``: the packages whose versions differ between the nodes."""
+    return cluster.stack_drift(stacks)
+
+
+def cluster_nodes_summary(nodes):
+    """``{{ probes | cluster_nodes_summary }}``: each node's name, address and NIC (the probes carry its packages)."""
+    return [{"name": n.get("name"), "ip": n.get("ip"), "interface": n.get("interface")} for n in nodes]
+
+
+def token_auth_supported(ray_version):
+    return cluster.token_auth_supported(ray_version)
+
+
+class FilterModule:
+    def filters(self):
+        return {"cluster_plan": cluster_plan, "cluster_nodes_plan": cluster_nodes_plan, "ray_start_argv": ray_start_argv, "cluster_node_env": cluster_node_env,
+                "stack_drift": stack_drift, "token_auth_supported": token_auth_supported,
+                "cluster_nodes_summary": cluster_nodes_summary}
