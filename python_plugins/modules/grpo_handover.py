@@ -23,12 +23,12 @@ options:
     description: Stages whose records to return, in C(records).
     type: list
     elements: str
-    choices: [container, deps, patch, assets, train, eval]
+    choices: [container, deps, patch, assets, cluster, train, eval]
     default: []
   stage:
     description: The stage whose record to leave (with I(record)).
     type: str
-    choices: [container, deps, patch, assets, train, eval]
+    choices: [container, deps, patch, assets, cluster, train, eval]
   record:
     description: The record to leave for I(stage), a mapping of plain values.
     type: dict

@@ -92,7 +92,7 @@ from ansible.module_utils.ascend_grpo import cluster
 _DRIVER = r"""
 import json, sys
 import ray
-ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
 print("@@nodes " + json.dumps(ray.nodes()))
 """
 

@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 
-STAGES = ("container", "deps", "patch", "assets", "train", "eval")
+STAGES = ("container", "deps", "patch", "assets", "cluster", "train", "eval")
 ISO_TIME = "%Y-%m-%dT%H:%M:%S%z"
 STAMP_TIME = "%Y%m%d-%H%M%S"
 
