@@ -10,7 +10,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo test lint unit molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi test lint unit molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress.
@@ -35,6 +35,12 @@ demo: venv
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim
 	ansible-playbook site.yml -i inventories/sim
 
+# Two simulated hosts as one Ray cluster (inventories/sim-multi): a real 2-node run (the eval is the single host's).
+demo-multi: venv
+	ansible-playbook playbooks/sim_host.yml -i inventories/sim-multi
+	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
+	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
+
 test: lint unit molecule
 
 lint: test-venv
@@ -43,12 +49,14 @@ lint: test-venv
 unit: test-venv
 	$(BIN)/python -m pytest -q
 
+# Every scenario: default (one simulated host, the whole chain) then multinode (two hosts as one Ray cluster).
 molecule: test-venv
-	molecule test
+	molecule test --all
 
 bench: test-venv
 	$(BIN)/python benchmarks/container_converge.py
 
 clean-sim:
-	-docker rm -f qwen-grpo-sim qwen-grpo-molecule
+	-docker rm -f qwen-grpo-sim qwen-grpo-molecule qwen-grpo-sim-a qwen-grpo-sim-b qwen-grpo-mol-sim-a qwen-grpo-mol-sim-b
+	-docker network rm grpo-sim-net grpo-sim-mol-net
 	rm -rf /var/tmp/grpo-sim

@@ -55,11 +55,13 @@ def load(path):
         return yaml.safe_load(handle)
 
 
-def render(profiles, user=None):
+def render(profiles, user=None, cluster=None):
+    """The run script as the train stage renders it; cluster: the cluster stage's record (several hosts)."""
     layers = [load(os.path.join(ROLE, "files", "profiles", name + ".yml")) for name in profiles]
     reference = load(os.path.join(ROLE, "files", "reference.yml"))
     override_list = train_filters.train_overrides(
-        [reference["overrides"]] + [layer["overrides"] for layer in layers] + [PATHS, user or {}])
+        [reference["overrides"]] + [layer["overrides"] for layer in layers]
+        + [PATHS, cluster_layer(cluster["nnodes"], cluster["n_gpus_per_node"]) if cluster else {}, user or {}])
     env = train_filters.train_env([reference["env"]] + [layer["env"] for layer in layers] + [CARDS_ENV, {}])
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
                                      undefined=jinja2.StrictUndefined, trim_blocks=True)  # as Ansible renders
@@ -67,8 +69,17 @@ def render(profiles, user=None):
     text = environment.get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
         grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list,
-        grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python")
+        grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python", grpo_common_cluster_enabled=bool(cluster),
+        _grpo_train_cluster_handover={"records": {"cluster": cluster}})
     return text, override_list
+
+
+def cluster_layer(nnodes, cards):
+    """The layer tasks/compose.yml adds with several hosts, read from the task file, its counts filled in."""
+    with open(os.path.join(ROLE, "tasks", "compose.yml"), encoding="utf-8") as handle:
+        layer = yaml.safe_load(handle)[0]["vars"]["_grpo_train_cluster"]
+    layer["trainer"] = {"nnodes": nnodes, "n_gpus_per_node": cards}
+    return layer
 
 
 def script_parts(text):
@@ -148,3 +159,20 @@ def test_a_typo_in_an_overlay_key_is_named_by_634bd935s_configuration(verl_634_c
     _, override_list = render(["npu-single", "cpu-overlay"], {"actor_rollout_ref": {"rollout": {"max_num_seq": 4}}})
     errors = ov.validate(verl_634_config, override_list)
     assert [e["key"] for e in errors] == ["actor_rollout_ref.rollout.max_num_seq"]
+
+
+def test_with_several_hosts_the_run_attaches_to_the_cluster_with_the_inventorys_counts():
+    """verl's multinode docs: main_ppo with trainer.nnodes=N trainer.n_gpus_per_node=M, attached through
+    RAY_ADDRESS; ray.init attaching to a cluster refuses num_cpus/num_gpus (ValueError), so none is passed."""
+    record = {"nnodes": 2, "n_gpus_per_node": 8, "head": "qwen-grpo@npu-a", "head_ip": "10.0.0.11", "port": 6379,
+              "auth": "token", "token_path": "/data/grpo/.grpo/ray/auth_token"}
+    text, overrides = render(["npu-single", "cpu-overlay"], cluster=record)
+    assert "trainer.nnodes=2" in overrides and "trainer.n_gpus_per_node=8" in overrides
+    assert not [o for o in overrides if "ray_init.num_" in o or "ray_init.resources" in o
+                or "ray_init.include_dashboard" in o]
+    assert "\nexport RAY_ADDRESS=10.0.0.11:6379\n" in text
+    assert "\nexport RAY_AUTH_MODE=token\nexport RAY_AUTH_TOKEN_PATH=/data/grpo/.grpo/ray/auth_token\n" in text
+    single, single_overrides = render(["npu-single", "cpu-overlay"])
+    assert "RAY_ADDRESS" not in single and "+ray_kwargs.ray_init.num_gpus=1" in single_overrides
+    no_token, _ = render(["npu-single"], cluster=dict(record, auth="none", token_path=""))
+    assert "RAY_ADDRESS=10.0.0.11:6379" in no_token and "RAY_AUTH" not in no_token
