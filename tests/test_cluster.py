@@ -133,11 +133,23 @@ def test_stacks_compared_across_nodes():
     assert cluster.stack_drift({"a": {"ray": "1"}, "b": {"ray": "1"}}) == []
 
 
-def test_this_pythons_packages_and_no_ray_daemon_here():
+def test_this_pythons_packages():
     packages = cluster.installed_packages()
     assert packages["pytest"] == pytest.__version__
-    assert cluster.ray_processes() == {"raylet": [], "gcs_server": []}
     json.dumps(packages)
+
+
+def test_rays_daemons_are_found_by_their_executables(tmp_path):
+    """What `ray start` leaves running: gcs_server (the head only) and raylet, named by their argv[0]."""
+    procs = {"101": b"/ws/venvs/stack/lib/python3.11/site-packages/ray/core/src/ray/gcs/gcs_server\0--gcs_server_port=6379\0",
+             "102": b"/ws/venvs/stack/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet\0--node_ip_address=10.0.0.11\0",
+             "103": b"/ws/venvs/stack/bin/python\0-m\0verl.trainer.main_ppo\0",
+             "self": b"bash\0"}
+    for pid, cmdline in procs.items():
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "cmdline").write_bytes(cmdline)
+    (tmp_path / "104").mkdir()  # a process that ended while we looked: no cmdline
+    assert cluster.ray_processes(str(tmp_path)) == {"raylet": [102], "gcs_server": [101]}
 
 
 # The filters the cluster stage and the status view use.

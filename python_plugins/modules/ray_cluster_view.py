@@ -8,8 +8,8 @@ module: ray_cluster_view
 short_description: Ray's view of a cluster, compared with the nodes the inventory expects
 description:
   - Asks the running cluster at C(address) for its nodes (C(ray.nodes()) from a short driver run with the stack's
-    Python, so this module's output stays clean), and compares them with C(expected), address by address: a node
-    missing, dead, or short of a resource is named with why.
+    Python, so this module's output stays clean), and compares them with C(expected), address by address (a node
+    missing, dead, or short of a resource is named with why).
   - C(wait) keeps asking, up to that many seconds, until every expected node is there.
   - Changes nothing; check mode runs it too.
 options:

@@ -45,7 +45,8 @@ options:
     description: Use this network interface instead of the one the route to C(head_address) leaves through.
     type: str
   check_port:
-    description: With C(state=probe), also try a TCP connection to C(head_address):C(port).
+    description: With C(state=probe), also try a TCP connection to C(head_address):C(port), and fail saying why
+      (refused, timed out) when it does not open.
     type: bool
     default: false
   ray:
@@ -103,7 +104,8 @@ packages:
   returned: state=probe
   type: dict
 reach:
-  description: Why the head's port does not answer, or null when it does (probe with check_port; a failed join).
+  description: Why the head's port does not answer (then the module fails), or null when it does (probe with
+    check_port; a failed join).
   returned: when checked
   type: str
 running:
@@ -186,6 +188,10 @@ def main():
                       packages=packages, running=running)
         if p["check_port"] and p["head_address"]:
             result["reach"] = cluster.tcp_reachable(p["head_address"], p["port"])
+            if result["reach"]:
+                result.pop("packages")
+                module.fail_json(msg=cluster.join_failure("", p["head_address"], p["port"], result["reach"]),
+                                 **result)
         module.exit_json(**result)
 
     if p["state"] == "stopped":
