@@ -110,6 +110,12 @@ def test_a_failed_join_says_why():
     why = cluster.join_failure("", "10.0.0.11", 6379, None, head_version="2.41.0", own_version="2.60.0")
     assert why.startswith("version mismatch: the head runs Ray 2.41.0, this node Ray 2.60.0") and "deps" in why
     assert cluster.join_failure("boom\nlast line\n", "h", 1, None) == "ray start failed: boom | last line"
+    # what ray start printed when a proxy, not Ray, answered at the address (seen on the test machines)
+    output = ("[2026-12-05 00:12:30,752 W 5094 5094] gcs_client.cc:210: Failed to get cluster ID from GCS server: "
+              "RpcError: RPC error: Received http2 header with status: 404 rpc_code: 12\n")
+    why = cluster.join_failure(output, "10.255.255.1", 6379, None)
+    assert why.startswith("something answers at 10.255.255.1:6379, but it is not a Ray head of this version (Failed")
+    assert "ray_cluster_head_address" in why
 
 
 def test_ray_view_compared_with_the_inventory():
