@@ -116,6 +116,10 @@ def test_a_failed_join_says_why():
     why = cluster.join_failure(output, "10.255.255.1", 6379, None)
     assert why.startswith("something answers at 10.255.255.1:6379, but it is not a Ray head of this version (Failed")
     assert "ray_cluster_head_address" in why
+    # what a node with another token met (Ray 2.60 with RAY_AUTH_MODE=token, on the simulated hosts)
+    output = ("gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: RPC error: "
+              "InvalidAuthToken: Authentication token is missing or incorrect\n")
+    assert cluster.join_failure(output, "10.0.0.11", 6379, None).startswith("the head refused this node's token")
 
 
 def test_ray_view_compared_with_the_inventory():

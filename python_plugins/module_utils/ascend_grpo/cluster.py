@@ -194,13 +194,13 @@ def join_failure(output, head_ip, port, reach, head_version=None, own_version=No
         return ("cannot reach the head at %s:%s (%s). Check that the head's address is one this node reaches "
                 "(ray_cluster_head_address), and that the firewall between the hosts lets the port through"
                 % (head_ip, port, reach))
+    if re.search(r"InvalidAuthToken|Unauthenticated|authenticat|token", text, re.I):
+        return ("the head refused this node's token: every node needs the same one (the cluster stage copies the "
+                "head's; remove <workspace>/.grpo/ray/auth_token on every host and rerun to make a new one)")
     if re.search(r"Failed to get cluster ID from GCS|http2 header with status", text):
         return ("something answers at %s:%s, but it is not a Ray head of this version (%s). Check "
                 "ray_cluster_head_address and ray_cluster_port: they must name the head's Ray, reached directly "
                 "(no proxy in between)" % (head_ip, port, _first(text, r"RpcError[^\n]*|Failed to get cluster ID[^\n]*")))
-    if re.search(r"authenticat|token", text, re.I):
-        return ("the head refused this node's token: every node needs the same one (the cluster stage copies the "
-                "head's; remove <workspace>/.grpo/ray/auth_token on every host and rerun to make a new one)")
     tail = [line for line in text.splitlines() if line.strip()][-6:]
     return "ray start failed: %s" % (" | ".join(tail) or "no output")
 
