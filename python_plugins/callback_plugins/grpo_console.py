@@ -12,7 +12,8 @@ description:
     printed when it changes and otherwise once a minute with the time it has stood still. Without one, the line
     says the task is still waiting. An attempt that really failed says so, with its message, and that it retries.
   - A play's banner is printed when its first task runs, so a play whose tasks are all left out by tags (C(--tags
-    stop), C(--tags status), which a plain run leaves out) prints nothing.
+    stop), C(--tags status), which a plain run leaves out) prints nothing; so does a play that matches no host
+    (the cluster stage with one NPU host), where the default says that no host matched.
   - The argument checks Ansible adds in front of every role (C(Validating arguments against arg spec)) print
     nothing when they pass; a failing one prints as usual.
   - A task run with C(async) and C(poll) (the deps stage's install) prints that it is still
@@ -134,7 +135,11 @@ class CallbackModule(DefaultCallback):
         self._flush_play()
         super().v2_playbook_on_handler_task_start(task)
 
+    # a play with no host to run on (the cluster stage with one NPU host) prints nothing unless -v
     def v2_playbook_on_no_hosts_matched(self):
+        if self._display.verbosity < 1:
+            self._pending_play = None
+            return
         self._flush_play()
         super().v2_playbook_on_no_hosts_matched()
 
