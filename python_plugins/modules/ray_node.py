@@ -130,8 +130,8 @@ from ansible.module_utils.ascend_grpo import cluster, workspace
 
 
 def _running():
-    found = cluster.ray_processes()
-    return bool(found["raylet"]), found
+    """Whether this node's Ray (its raylet) runs."""
+    return bool(cluster.ray_processes()["raylet"])
 
 
 def _stop(module, ray, timeout):
@@ -142,9 +142,9 @@ def _stop(module, ray, timeout):
     except (OSError, subprocess.TimeoutExpired) as err:
         module.fail_json(msg="ray stop failed: %s" % err)
     deadline = time.time() + 30
-    while _running()[0] and time.time() < deadline:
+    while _running() and time.time() < deadline:
         time.sleep(1)
-    if _running()[0]:
+    if _running():
         subprocess.run([ray, "stop", "--force"], capture_output=True, text=True, timeout=timeout, check=False)
     return output
 
@@ -168,7 +168,7 @@ def main():
     )
     p = module.params
     record_path = os.path.join(p["state_dir"], "ray-node.json")
-    running, _found = _running()
+    running = _running()
 
     if p["state"] == "probe":
         try:
@@ -237,9 +237,9 @@ def main():
         msg = (cluster.join_failure(output, p["head_address"], p["port"], reach) if p["role"] == "worker"
                else "ray start --head failed: %s" % " | ".join(
                    [line for line in output.splitlines() if line.strip()][-6:]))
-        module.fail_json(msg=msg, output=output, running=_running()[0])
+        module.fail_json(msg=msg, output=output, running=_running())
     workspace.write_json(record_path, {"script_sha1": digest, "role": p["role"], "started_at": time.time()})
-    module.exit_json(changed=True, running=_running()[0], output=output[-4000:])
+    module.exit_json(changed=True, running=_running(), output=output[-4000:])
 
 
 if __name__ == "__main__":

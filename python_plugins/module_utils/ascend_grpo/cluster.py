@@ -11,6 +11,7 @@ Standard library only: the planning runs on the controller, the probes (routes, 
 import errno
 import fcntl
 import json
+import os
 import re
 import socket
 import struct
@@ -249,7 +250,6 @@ def stack_drift(stacks):
 
 def ray_processes(proc="/proc"):
     """{"raylet": [pids], "gcs_server": [pids]} of the Ray daemons running here (their executables' names)."""
-    import os
     found = {"raylet": [], "gcs_server": []}
     for entry in os.listdir(proc):
         if not entry.isdigit():
