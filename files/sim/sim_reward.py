@@ -7,7 +7,9 @@ with the package's reward (files/reward/math_reward.py, deployed by the assets s
 """
 
 import importlib.util
+import json
 import os
+import time
 
 # The assets stage deploys the package's reward to <workspace>/reward/math_reward.py; this file sits in
 # <workspace>/sources/reward/.
@@ -17,11 +19,56 @@ _math_reward = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_math_reward)
 
 
+# Fault drills (molecule) need a run that cannot move on while they act, whatever the machine's speed. A drill
+# writes <workspace>/.grpo/drill-hold as JSON: {"tracker": verl's latest_checkpointed_iteration.txt, "after_step": N,
+# "held": a file to write, "timeout_s": T}. While that file exists and the tracker says step N or later is saved,
+# every reward call waits (at most T seconds in all, then the run goes on), so the run stands inside the step after the save; the
+# first waiting call writes the saved step into "held", which is what the drill waits for. Without the file a call
+# costs one stat.
+_HOLD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".grpo", "drill-hold")
+
+
+def _saved_step(tracker):
+    try:
+        with open(tracker, encoding="utf-8") as handle:
+            return int(handle.read().strip() or -1)
+    except (OSError, ValueError):
+        return -1
+
+
+_timed_out = set()
+
+
+def hold_for_drill(hold_file=_HOLD, poll_s=0.2):
+    """Wait while a drill holds the run (see above); return the saved step it held at, or None."""
+    if hold_file in _timed_out:
+        return None
+    try:
+        with open(hold_file, encoding="utf-8") as handle:
+            hold = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    saved = _saved_step(hold["tracker"])
+    if saved < int(hold["after_step"]):
+        return None
+    with open(hold["held"] + ".part", "w", encoding="utf-8") as handle:
+        handle.write("%d\n" % saved)
+    os.replace(hold["held"] + ".part", hold["held"])
+    deadline = time.monotonic() + float(hold.get("timeout_s", 600))
+    while os.path.exists(hold_file):
+        if time.monotonic() >= deadline:
+            _timed_out.add(hold_file)
+            break
+        time.sleep(poll_s)
+    return saved
+
+
 def digit_share(text):
     return sum(ch.isdigit() for ch in text) / len(text) if text else 0.0
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    hold_for_drill()
     return float(_math_reward.compute_score(data_source=data_source, solution_str=solution_str,
                                             ground_truth=ground_truth, extra_info=extra_info)) + 0.1 * digit_share(
         solution_str)
