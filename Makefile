@@ -10,7 +10,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo demo-multi test lint unit molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi test lint unit integration molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress.
@@ -41,13 +41,19 @@ demo-multi: venv
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 
-test: lint unit molecule
+test: lint unit integration molecule
 
 lint: test-venv
 	ansible-lint --profile production
 
+# pytest in two folders (pytest.ini's marks say which, and a test in the wrong one fails collection): tests/unit,
+# every test that needs neither Docker nor the network; tests/integration, the stages against the simulated host
+# (Docker, root) and pip against the package index.
 unit: test-venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: test-venv
+	$(BIN)/python -m pytest -q tests/integration
 
 # Every scenario: default (one simulated host, the whole chain) then multinode (two hosts as one Ray cluster).
 molecule: test-venv

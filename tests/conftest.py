@@ -13,6 +13,39 @@ _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
 if os.path.isfile(_TARBALL):
     os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
 VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL", _TARBALL)
+# The tests' two folders and the marks that say which a test belongs in (pytest.ini describes both marks).
+UNIT = os.path.join(ROOT, "tests", "unit")
+INTEGRATION = os.path.join(ROOT, "tests", "integration")
+FOLDER_MARKS = ("integration", "network")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The folders and the marks agree: tests/unit holds every test that needs neither Docker nor the network
+    (``make check`` runs that folder alone), tests/integration only tests marked ``integration`` or ``network``
+    (each file marks its own tests: the folder applies no mark)."""
+    wrong = []
+    for item in items:
+        path = str(item.path)
+        if not path.startswith(os.path.join(ROOT, "tests") + os.sep):
+            continue
+        marks = [name for name in FOLDER_MARKS if item.get_closest_marker(name)]
+        if path.startswith(UNIT + os.sep) and marks:
+            wrong.append("%s is marked %s: move it to tests/integration" % (item.nodeid, " and ".join(marks)))
+        elif path.startswith(INTEGRATION + os.sep) and not marks:
+            wrong.append("%s is marked neither integration nor network: mark it, or move it to tests/unit"
+                         % item.nodeid)
+        elif not path.startswith((UNIT + os.sep, INTEGRATION + os.sep)):
+            wrong.append("%s is in neither tests/unit nor tests/integration" % item.nodeid)
+    if not wrong:
+        return
+    message = "tests in the wrong folder for their marks:\n  " + "\n  ".join(wrong)
+    if hasattr(config, "workerinput"):
+        # a pytest-xdist worker (make check): an error raised here would reach the controller without its message;
+        # this one runs nothing and ends the run with the message instead
+        session.shouldfail = message
+        items[:] = []
+        return
+    raise pytest.UsageError(message)
 
 
 @pytest.fixture(scope="session")

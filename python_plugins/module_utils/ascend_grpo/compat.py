@@ -23,8 +23,8 @@ import sys
 import warnings
 
 WATCHED = ("vllm", "vllm_ascend", "transformers", "torch_npu")
-# The fast paths, none of which changes a verdict (tests/test_patch_drift.py compares both ways): files whose text
-# cannot matter are not parsed (no watched import, not on the default or an optional path; a module whose text does
+# The fast paths, none of which changes a verdict (tests/unit/test_patch_drift.py compares both ways): files whose
+# text cannot matter are not parsed (no watched import, not on the default or an optional path; a module whose text does
 # not hold the name sought), and star imports are searched likeliest first. Off: every file is parsed and searched
 # in order, the straightforward reading the benchmark compares against.
 PREFILTER = True

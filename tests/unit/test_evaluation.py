@@ -11,10 +11,10 @@ import time
 import jinja2
 import pytest
 import yaml
+from conftest import ROOT
 
 from ascend_grpo import evaluation, pins
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SPEC = importlib.util.spec_from_file_location(
     "eval_filters", os.path.join(ROOT, "python_plugins", "filter_plugins", "evaluation.py"))
 eval_filters = importlib.util.module_from_spec(_SPEC)

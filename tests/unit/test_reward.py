@@ -16,8 +16,8 @@ import threading
 import time
 
 import pytest
+from conftest import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REWARD_FILE = os.path.join(ROOT, "files", "reward", "math_reward.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import reward_baseline as reference  # noqa: E402
