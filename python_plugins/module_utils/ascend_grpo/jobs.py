@@ -88,7 +88,10 @@ def _alive(meta):
         return False
     if meta.get("pidns") and meta["pidns"] != _pid_namespace():
         return False  # it ran in a container that is gone (removed, or recreated): its pids mean nothing here
-    return _proc_starttime(pid) == meta.get("starttime") or bool(_group_members(pid))
+    starttime = _proc_starttime(pid)
+    # None is no start time: a wrapper that had ended before start() read it (a command that ends at once, on a
+    # busy machine) recorded None, which must not match the None of a process that is gone
+    return (starttime is not None and starttime == meta.get("starttime")) or bool(_group_members(pid))
 
 
 def tail(path, max_lines=40, max_bytes=65536):
