@@ -1,4 +1,5 @@
-# make demo: the whole chain on the simulated 910B host. make test: lint, pytest, molecule.
+# make demo: the whole chain on the simulated 910B host. make test: lint, pytest, molecule. make check: lint and
+# every test that needs neither Docker nor the network (tests/unit), in a few minutes.
 # A fresh Debian/Ubuntu machine first needs: sudo sh files/prepare-host.sh (Docker engine, debootstrap, make, venv).
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
@@ -10,7 +11,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo demo-multi test lint unit integration molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi test check lint unit integration molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress.
@@ -42,6 +43,12 @@ demo-multi: venv
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 
 test: lint unit integration molecule
+
+# Before a commit: the lint and every test that needs neither Docker nor the network (tests/unit), on both cores
+# (pytest-xdist: each process has its own session fixtures and temporary folders; worksteal keeps both busy to
+# the end): about 3.5 minutes, 4.5 beside a Docker run.
+check: lint
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests/unit
 
 lint: test-venv
 	ansible-lint --profile production

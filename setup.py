@@ -25,6 +25,7 @@ setup(
             "docker>=7",
             "ansible-lint>=25",
             "pytest>=8",
+            "pytest-xdist>=3",  # make check runs the unit tests on two processes
             "jinja2",
             "pyyaml",
             # the NPU padding helpers are tested on CPU; 2.13.0 is the CPU build this machine's pip finds on disk

@@ -1,5 +1,7 @@
 """The AST patch engine on real upstream code: verl 0.5.0 and 0.6.0 wheels from the registry (cached)."""
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -17,14 +19,25 @@ FLASH = "transformers.integrations.npu_flash_attention"
 ROLE_FILES = os.path.join(ROOT, "roles", "verl_compat_patch", "files")
 
 
+@contextlib.contextmanager
+def cache_filled_once():
+    """One process at a time fills the test cache, the others wait and then find it filled (make check runs the
+    unit tests in two processes)."""
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def verl_tree(version, tmp_path):
     """verl==version's wheel from the registry (downloaded once), unpacked into tmp_path."""
     where = os.path.join(CACHE, "verl-%s" % version)
-    wheels = [f for f in os.listdir(where) if f.endswith(".whl")] if os.path.isdir(where) else []
-    if not wheels:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                        where, "verl==%s" % version], check=True)
-        wheels = [f for f in os.listdir(where) if f.endswith(".whl")]
+    with cache_filled_once():
+        wheels = [f for f in os.listdir(where) if f.endswith(".whl")] if os.path.isdir(where) else []
+        if not wheels:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
+                            where, "verl==%s" % version], check=True)
+            wheels = [f for f in os.listdir(where) if f.endswith(".whl")]
     with zipfile.ZipFile(os.path.join(where, wheels[0])) as archive:
         archive.extractall(tmp_path)
     return str(tmp_path)

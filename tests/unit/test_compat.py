@@ -6,7 +6,7 @@ import sys
 import zipfile
 
 import pytest
-from test_ast_patch import CACHE, FLASH, FLASH_FILES_050, flash_ops, verl_tree
+from test_ast_patch import CACHE, FLASH, FLASH_FILES_050, cache_filled_once, flash_ops, verl_tree
 
 from ascend_grpo import ast_patch, compat
 from conftest import ROOT
@@ -16,12 +16,13 @@ def wheel_tree(name, version):
     """name==version's wheel from the registry, unpacked once into the test cache; returns the folder."""
     where = os.path.join(CACHE, "%s-%s" % (name, version))
     site = os.path.join(where, "site")
-    if not os.path.isdir(os.path.join(site, name)):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                        where, "%s==%s" % (name, version)], check=True)
-        wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
-        with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
-            archive.extractall(site)
+    with cache_filled_once():
+        if not os.path.isdir(os.path.join(site, name)):
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
+                            where, "%s==%s" % (name, version)], check=True)
+            wheel = [f for f in os.listdir(where) if f.endswith(".whl")][0]
+            with zipfile.ZipFile(os.path.join(where, wheel)) as archive:
+                archive.extractall(site)
     return site
 
 
@@ -64,18 +65,20 @@ def registry_sdist(name, version):
 
     where = os.path.join(CACHE, "%s-%s-sdist" % (name, version))
     top = os.path.join(where, "%s-%s" % (name, version))
-    if not os.path.isdir(top):
-        index = os.environ.get("GRPO_TEST_INDEX", "https://pypi.org/simple")
-        page = urllib.request.urlopen("%s/%s/" % (index, name), timeout=60).read().decode()
-        url, digest = re.search(r'href="([^"#]*/%s-%s\.tar\.gz)#sha256=([0-9a-f]+)"' % (name, version), page).groups()
-        data = urllib.request.urlopen(url, timeout=300).read()
-        assert hashlib.sha256(data).hexdigest() == digest
-        os.makedirs(where, exist_ok=True)
-        archive = os.path.join(where, "sdist.tar.gz")
-        with open(archive, "wb") as handle:
-            handle.write(data)
-        with tarfile.open(archive) as tar:
-            tar.extractall(where, filter="data")
+    with cache_filled_once():
+        if not os.path.isdir(top):
+            index = os.environ.get("GRPO_TEST_INDEX", "https://pypi.org/simple")
+            page = urllib.request.urlopen("%s/%s/" % (index, name), timeout=60).read().decode()
+            url, digest = re.search(r'href="([^"#]*/%s-%s\.tar\.gz)#sha256=([0-9a-f]+)"' % (name, version),
+                                    page).groups()
+            data = urllib.request.urlopen(url, timeout=300).read()
+            assert hashlib.sha256(data).hexdigest() == digest
+            os.makedirs(where, exist_ok=True)
+            archive = os.path.join(where, "sdist.tar.gz")
+            with open(archive, "wb") as handle:
+                handle.write(data)
+            with tarfile.open(archive) as tar:
+                tar.extractall(where, filter="data")
     return top
 
 
