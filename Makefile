@@ -11,7 +11,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo demo-multi test check lint unit integration molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi test check lint unit integration sim-image molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress.
@@ -35,6 +35,7 @@ demo: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim
 	ansible-playbook site.yml -i inventories/sim
+	ansible-playbook playbooks/sim_seed.yml -i inventories/sim
 
 # Two simulated hosts as one Ray cluster (inventories/sim-multi): a real 2-node run (the eval is the single host's).
 demo-multi: venv
@@ -42,13 +43,33 @@ demo-multi: venv
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 
-test: lint unit integration molecule
+# make test: the lint and the unit tests, the sim image, then the integration tests beside molecule's scenarios: the
+# integration tests wait mostly on pip and Docker, molecule mostly on training, so on two cores they overlap. Their
+# output goes to .test-logs/integration.log and is printed when molecule is done; they hold ENGINE_LOCK (shared)
+# while they run, and molecule's Docker-engine restart drill takes it exclusively (it waits for them, not a clock).
+ENGINE_LOCK ?= /var/tmp/grpo-engine.lock
+export GRPO_ENGINE_LOCK := $(ENGINE_LOCK)
+test: lint unit sim-image
+	@mkdir -p .test-logs
+	@echo "== the integration tests, beside molecule (their output: .test-logs/integration.log, printed at the end)"
+	@set +e; exec 9>"$(ENGINE_LOCK)"; flock -s 9; \
+	$(MAKE) --no-print-directory integration >.test-logs/integration.log 2>&1 & ipid=$$!; \
+	exec 9>&-; \
+	$(MAKE) --no-print-directory molecule; mrc=$$?; \
+	wait $$ipid; irc=$$?; \
+	echo "== the integration tests (ran beside molecule; exit status $$irc), the end of .test-logs/integration.log:"; \
+	tail -n 40 .test-logs/integration.log; \
+	echo "== molecule: exit status $$mrc; the integration tests: exit status $$irc"; \
+	test $$mrc -eq 0 && test $$irc -eq 0
+
+# The simulated host's image and folders, built once before the tests that use them run side by side.
+sim-image: test-venv
+	ansible-playbook playbooks/sim_host.yml -i inventories/sim
 
 # Before a commit: the lint and every test that needs neither Docker nor the network (tests/unit), on both cores
 # (pytest-xdist: each process has its own session fixtures and temporary folders; worksteal keeps both busy to
 # the end): about 3.5 minutes, 4.5 beside a Docker run.
-check: lint
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests/unit
+check: lint unit
 
 lint: test-venv
 	ansible-lint --profile production
@@ -57,7 +78,7 @@ lint: test-venv
 # every test that needs neither Docker nor the network; tests/integration, the stages against the simulated host
 # (Docker, root) and pip against the package index.
 unit: test-venv
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests/unit
 
 integration: test-venv
 	$(BIN)/python -m pytest -q tests/integration

@@ -1,54 +1,132 @@
 #!/usr/bin/env python3
-"""Time the test command (`make test`) step by step against its budget: 25 minutes on a machine that ran it before,
-45 on a fresh one (CI stops at 90).
+"""Time `make test` and `make check` phase by phase against their budgets, on a warm or a cold host.
 
-Runs what `make test` runs, one step at a time: ansible-lint (production profile), pytest, then molecule's default
-sequence (destroy, syntax, create, converge, idempotence, verify, destroy) as separate molecule commands, and
-prints each step's time, the total and the budget. A failing step stops the run (its output's tail is printed).
+Budgets (on this project's 2-core, 24 GiB machine): `make test` at most 30 minutes when the sim image, the download
+cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh machine (cold: nothing cached, the
+test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
-Usage: python benchmarks/test_budget.py [--fresh] [STEP ...]
-  --fresh: the machine has not run the tests before (the 45-minute budget); STEP: run only the steps whose names
-  start with it (e.g. molecule), to time them again.
+It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), lint, the
+unit tests (two processes), the sim image, then the integration tests in the background beside each molecule
+scenario step by step (molecule's own test sequence: destroy, syntax, create, converge, idempotence, verify,
+destroy), as `make test` runs them side by side (the integration tests hold the engine lock the restart drill
+waits for). It prints each phase's time, the integration tests' own time beside molecule's, the total (wall time)
+and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
+budget, 2.
+
+Usage: python3 benchmarks/test_budget.py [--cold] [--check] [--json FILE] [PHASE ...]
+  --cold   first remove everything the tests cache on this host (the sim containers and image, the download cache
+           and the stack's seed under /var/tmp/grpo-cache, the sim folders under /var/tmp/grpo-sim, pip's cache and
+           the test venv), then time a fresh machine's `make test` against 45 minutes
+  --check  time `make check` (lint, unit tests) against 5 minutes instead
+  --json   also write the figures to FILE
+  PHASE    run only the phases whose names start with it (e.g. "molecule multinode"), to time them again
 """
 
+import datetime
+import fcntl
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-STEPS = [("lint", [os.path.join(BIN, "ansible-lint"), "--profile", "production"]),
-         ("pytest", [sys.executable, "-m", "pytest", "-q"])] + [
-    ("molecule " + step, [os.path.join(BIN, "molecule"), step])
-    for step in ("destroy", "syntax", "create", "converge", "idempotence", "verify", "destroy")]
+VENV_BIN = os.path.join(ROOT, ".venv", "bin")
+MINUTES = {"warm": 30, "cold": 45, "check": 5}
+SCENARIO_STEPS = ("destroy", "syntax", "create", "converge", "idempotence", "verify", "destroy")
+SIM_IMAGE = "grpo-sim/cann:8.2.RC1-910b-debian12-py3.11-r2"  # inventories/sim: sim_host_image
 
 
-def main():
-    fresh = "--fresh" in sys.argv[1:]
-    only = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
-    budget = 45 * 60 if fresh else 25 * 60
-    rows, total = [], 0.0
-    for name, argv in [s for s in STEPS if not only or any(s[0].startswith(o) for o in only)]:
+def phases(check):
+    """(name, argv) in `make test`'s order; the integration tests are the one phase run beside the next ones."""
+    make = ["make", "--no-print-directory"]
+    rows = [("venv", make + ["test-venv"]), ("lint", make + ["lint"]), ("unit", make + ["unit"])]
+    if check:
+        return rows
+    rows += [("sim-image", make + ["sim-image"]), ("integration (beside molecule)", make + ["integration"])]
+    for scenario in ("default", "multinode"):
+        rows += [("molecule %s %s" % (scenario, step), [os.path.join(VENV_BIN, "molecule"), step, "-s", scenario])
+                 for step in SCENARIO_STEPS]
+    return rows
+
+
+def forget_everything():
+    """What a fresh machine lacks: the sim's containers, image, folders and caches, pip's cache, the test venv."""
+    names = subprocess.run(["docker", "ps", "-aq", "--filter", "name=qwen-grpo"], capture_output=True, text=True,
+                           check=False).stdout.split()
+    if names:
+        subprocess.run(["docker", "rm", "-f"] + names, capture_output=True, check=False)
+    subprocess.run(["docker", "image", "rm", "-f", SIM_IMAGE], capture_output=True, check=False)
+    for network in ("grpo-sim-net", "grpo-sim-mol-net"):
+        subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)
+    for path in ("/var/tmp/grpo-sim", "/var/tmp/grpo-cache", os.path.expanduser("~/.cache/pip"),
+                 os.path.join(ROOT, ".venv")):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def main(argv):
+    cold, check = "--cold" in argv, "--check" in argv
+    json_file = argv[argv.index("--json") + 1] if "--json" in argv else None
+    only = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--json")]
+    kind = "check" if check else "cold" if cold else "warm"
+    budget = MINUTES[kind] * 60
+    if cold:
+        forget_everything()
+    os.makedirs(os.path.join(ROOT, ".test-logs"), exist_ok=True)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+    rows, status, beside = [], 0, None
+    began = time.perf_counter()
+    for name, command in phases(check):
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        if name.startswith("integration"):
+            # as `make test`: in the background, holding the engine lock shared (the restart drill waits for it)
+            lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            log = open(os.path.join(ROOT, ".test-logs", "integration.log"), "w", encoding="utf-8")
+            beside = (name, time.perf_counter(), subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                                                  stderr=subprocess.STDOUT, pass_fds=(lock.fileno(),)))
+            lock.close()
+            continue
         start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
-        total += elapsed
-        rows.append((name, elapsed))
-        print("%-22s %7.0f s" % (name, elapsed), flush=True)
+        rows.append({"phase": name, "seconds": round(elapsed, 1)})
+        print("%-34s %7.0f s" % (name, elapsed), flush=True)
         if proc.returncode != 0:
-            print((proc.stdout + proc.stderr)[-4000:], file=sys.stderr)
-            return 1
+            print((proc.stdout + proc.stderr)[-6000:], file=sys.stderr)
+            status = 1
+            break
+    if beside:
+        name, start, proc = beside
+        code = proc.wait()
+        rows.append({"phase": name, "seconds": round(time.perf_counter() - start, 1), "beside": True})
+        print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
+        if code != 0:
+            with open(os.path.join(ROOT, ".test-logs", "integration.log"), encoding="utf-8") as handle:
+                print(handle.read()[-6000:], file=sys.stderr)
+            status = status or 1
+    total = time.perf_counter() - began
     print()
-    print("%-22s %7s  %s" % ("make test, by step", "seconds", "share"))
-    for name, elapsed in rows:
-        print("%-22s %7.0f  %4.0f%%" % (name, elapsed, 100 * elapsed / total))
-    print("%-22s %7.0f  (%.1f min; budget %d min on a %s machine)" % (
-        "total", total, total / 60, budget // 60, "fresh" if fresh else "warm"))
-    return 0 if total <= budget else 2
+    print("%s, %s (%s host)" % ("make check" if check else "make test", datetime.date.today().isoformat(),
+                                kind if not check else "any"))
+    print("%-34s %7s %6s %18s" % ("phase", "seconds", "share", "budget's share"))
+    for row in rows:
+        print("%-34s %7.0f %5.0f%% %17.0f%%%s" % (row["phase"], row["seconds"], 100 * row["seconds"] / (total or 1),
+                                                 100 * row["seconds"] / budget,
+                                                 "  (beside molecule: not added)" if row.get("beside") else ""))
+    print("%-34s %7.0f  = %.1f min, budget %d min%s" % ("total (wall time)", total, total / 60, MINUTES[kind],
+                                                       "" if total <= budget else "  OVER BUDGET"))
+    if json_file:
+        with open(json_file, "w", encoding="utf-8") as handle:
+            json.dump({"date": datetime.date.today().isoformat(), "kind": kind, "budget_s": budget,
+                       "total_s": round(total, 1), "phases": rows, "passed": status == 0}, handle, indent=1)
+    if status == 0 and total > budget and not only:
+        status = 2
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
