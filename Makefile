@@ -22,11 +22,14 @@ $(VENV)/.installed: setup.py
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
 	touch $@
 
-# The tests' packages on top (torch, transformers, datasets, molecule, ansible-lint, ...): only `make test` needs them.
+# The tests' packages on top (torch, transformers, datasets, molecule, ansible-lint, ...), and the files the unit tests
+# read from the registry: only `make test` and `make check` need them.
 test-venv: $(VENV)/.installed-test
 $(VENV)/.installed-test: $(VENV)/.installed setup.py
 	@echo "== $(VENV): the tests' packages (torch, transformers, datasets, molecule, ansible-lint, ...): about 1.5 GB"
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e '.[test]'
+	@echo "== .cache/tests: the upstream wheels and sdists the unit tests read (about 340 MB), so they need no network"
+	$(BIN)/python tests/fill_cache.py
 	touch $@
 
 # The sim host (image, device nodes, npu-smi), then its tiny model and problems (built with the training environment's

@@ -15,8 +15,9 @@ from ascend_grpo import source
 import conftest
 
 
-UPSTREAM = "/work/shared/upstream/verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz"
-# Transcribed from /work/shared/upstream/README.md, not computed.
+# verl's tree at the guide's commit: GRPO_VERL_TARBALL, else ../shared/upstream beside the checkout (conftest).
+UPSTREAM = conftest.VERL_TARBALL
+# Transcribed from shared/upstream/README.md, not computed.
 UPSTREAM_COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
 NOTHING_DONE = "Nothing was moved or replaced."
 
