@@ -9,6 +9,7 @@ with the package's reward (files/reward/math_reward.py, deployed by the assets s
 import importlib.util
 import json
 import os
+import sys
 import time
 
 # The assets stage deploys the package's reward to <workspace>/reward/math_reward.py; this file sits in
@@ -51,6 +52,10 @@ def hold_for_drill(hold_file=_HOLD, poll_s=0.2):
     saved = _saved_step(hold["tracker"])
     if saved < int(hold["after_step"]):
         return None
+    # what the run printed up to here reaches its log before it stands still (a Ray worker's stdout is block
+    # buffered: the last step's line would wait in the buffer, and whoever waits for that line with it)
+    sys.stdout.flush()
+    sys.stderr.flush()
     with open(hold["held"] + ".part", "w", encoding="utf-8") as handle:
         handle.write("%d\n" % saved)
     os.replace(hold["held"] + ".part", hold["held"])

@@ -81,3 +81,23 @@ def test_a_forgotten_hold_ends_at_its_timeout_and_is_not_waited_for_again(reward
     start = time.monotonic()
     assert reward.hold_for_drill() is None and not marker.exists()
     assert time.monotonic() - start < 0.1
+
+
+def test_what_the_run_printed_reaches_its_log_before_it_stands_still(reward, tmp_path, monkeypatch):
+    """A Ray worker's stdout is block buffered: the step line printed just before the hold must not wait in the
+    buffer while the drill waits for it."""
+    import io
+
+    log = tmp_path / "worker.out"
+    buffered = io.TextIOWrapper(open(log, "wb"), line_buffering=False)
+    monkeypatch.setattr("sys.stdout", buffered)
+    _, marker = hold(tmp_path, after=3, saved=3, timeout=30)
+    buffered.write("step:3 - training/global_step:3\n")
+    worker = threading.Thread(target=reward.hold_for_drill)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert log.read_text() == "step:3 - training/global_step:3\n"
+    (tmp_path / ".grpo" / "drill-hold").unlink()
+    worker.join(5)
