@@ -26,6 +26,7 @@ import datetime
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 MINUTES = {"warm": 30, "cold": 45, "check": 5}
 SCENARIO_STEPS = ("destroy", "syntax", "create", "converge", "idempotence", "verify", "destroy")
-SIM_IMAGE = "grpo-sim/cann:8.2.RC1-910b-debian12-py3.11-r2"  # inventories/sim: sim_host_image
+
+
+def sim_image():
+    """The sim image's name as inventories/sim sets it (sim_host_image), read without a YAML library."""
+    with open(os.path.join(ROOT, "inventories", "sim", "group_vars", "all.yml"), encoding="utf-8") as handle:
+        return re.search(r"^sim_host_image: *(\S+)", handle.read(), re.M).group(1).strip("'\"")
 
 
 def phases(check):
@@ -57,7 +63,7 @@ def forget_everything():
                            check=False).stdout.split()
     if names:
         subprocess.run(["docker", "rm", "-f"] + names, capture_output=True, check=False)
-    subprocess.run(["docker", "image", "rm", "-f", SIM_IMAGE], capture_output=True, check=False)
+    subprocess.run(["docker", "image", "rm", "-f", sim_image()], capture_output=True, check=False)
     for network in ("grpo-sim-net", "grpo-sim-mol-net"):
         subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)
     for path in ("/var/tmp/grpo-sim", "/var/tmp/grpo-cache", os.path.expanduser("~/.cache/pip"),
