@@ -1,0 +1,246 @@
+"""Ray's ports, pinned, and the firewall that lets only the cluster's own nodes reach them.
+
+Anyone who reaches a Ray node's ports can run code on it (Ray's security page: isolation must be enforced outside
+Ray), and the guide's Ray (2.41.0 on a 910B) has no token authentication. So every port Ray opens is pinned by a
+setting (``ray start`` picks most of them at random otherwise) and one nftables table of ours, in the network
+namespace where Ray listens, accepts them from loopback and from the cluster's members only and drops them for
+everyone else. The table touches no other port (SSH, HCCL and Gloo traffic stay as they are) and no other table.
+
+Standard library only: the plan runs on the controller, the ruleset is loaded by ``nft -f -`` on the host.
+"""
+
+import hashlib
+import ipaddress
+import re
+
+TABLE = "grpo_ray"
+# (setting, ray start option or environment variable, which nodes listen on it). Measured with Ray 2.41.0 (the
+# guide's) started with every option below: an idle head listens on exactly these, plus the worker range once
+# workers (and the run's driver) start. Without them Ray picks the dashboard's gRPC port, the agents' and the
+# metrics ports at random; the two metrics ports of the head's monitor and dashboard are fixed (44217, 44227) and
+# only their environment variables move them. The worker range is two settings, one option each.
+PORT_SETTINGS = (
+    ("ray_cluster_port", "--port", "head"),
+    ("ray_cluster_client_port", "--ray-client-server-port", "head"),
+    ("ray_cluster_dashboard_port", "--dashboard-port", "head"),
+    ("ray_cluster_dashboard_grpc_port", "--dashboard-grpc-port", "head"),
+    ("ray_cluster_dashboard_metrics_port", "DASHBOARD_METRIC_PORT", "head"),
+    ("ray_cluster_autoscaler_metrics_port", "AUTOSCALER_METRIC_PORT", "head"),
+    ("ray_cluster_node_manager_port", "--node-manager-port", "all"),
+    ("ray_cluster_object_manager_port", "--object-manager-port", "all"),
+    ("ray_cluster_agent_port", "--dashboard-agent-listen-port", "all"),
+    ("ray_cluster_agent_grpc_port", "--dashboard-agent-grpc-port", "all"),
+    ("ray_cluster_runtime_env_agent_port", "--runtime-env-agent-port", "all"),
+    ("ray_cluster_metrics_export_port", "--metrics-export-port", "all"),
+)
+WORKER_SETTINGS = ("ray_cluster_min_worker_port", "ray_cluster_max_worker_port")
+DEFAULTS = {
+    "ray_cluster_port": 6379, "ray_cluster_client_port": 10001, "ray_cluster_dashboard_port": 8265,
+    "ray_cluster_dashboard_grpc_port": 8266, "ray_cluster_dashboard_metrics_port": 44227,
+    "ray_cluster_autoscaler_metrics_port": 44217,
+    "ray_cluster_node_manager_port": 6380, "ray_cluster_object_manager_port": 6381,
+    "ray_cluster_agent_port": 52365, "ray_cluster_agent_grpc_port": 52366,
+    "ray_cluster_runtime_env_agent_port": 52367, "ray_cluster_metrics_export_port": 52368,
+    "ray_cluster_min_worker_port": 10002, "ray_cluster_max_worker_port": 19999,
+}
+DASHBOARD_SETTINGS = ("ray_cluster_dashboard_port", "ray_cluster_dashboard_grpc_port", "ray_cluster_dashboard_metrics_port")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class FirewallError(Exception):
+    """A port setting, a member address or a ruleset that cannot be used, saying which and why."""
+
+
+def _port(setting, value):
+    if isinstance(value, bool):
+        raise FirewallError("%s is %r: give a TCP port number (1024-65535)" % (setting, value))
+    try:
+        port = int(str(value).strip())
+    except ValueError:
+        raise FirewallError("%s is %r: give a TCP port number (1024-65535)" % (setting, value)) from None
+    if not 1024 <= port <= 65535:
+        raise FirewallError("%s is %d: give a TCP port from 1024 to 65535 (Ray runs no privileged port)"
+                            % (setting, port))
+    return port
+
+
+def port_plan(settings, dashboard="loopback"):
+    """Every port Ray opens, from the settings: [{"setting", "option", "nodes", "first", "last"}], in the order of
+    PORT_SETTINGS then the worker range. ``settings`` maps setting names to values (missing: Ray's default, as in
+    DEFAULTS). The dashboard's ports are left out when it is off. Refuses a port out of range, a worker range upside
+    down or too small, and two settings that share a port, naming both."""
+    values = dict(DEFAULTS)
+    values.update({k: v for k, v in (settings or {}).items() if v is not None and v != ""})
+    rows = []
+    for setting, option, nodes in PORT_SETTINGS:
+        if setting in DASHBOARD_SETTINGS and dashboard == "off":
+            continue
+        port = _port(setting, values[setting])
+        rows.append({"setting": setting, "option": option, "nodes": nodes, "first": port, "last": port})
+    low, high = (_port(s, values[s]) for s in WORKER_SETTINGS)
+    if high < low + 15:
+        raise FirewallError("ray_cluster_min_worker_port is %d and ray_cluster_max_worker_port %d: the range must "
+                            "hold at least 16 ports (every Ray worker process takes one)" % (low, high))
+    rows.append({"setting": "ray_cluster_min_worker_port..ray_cluster_max_worker_port", "option": None,
+                 "nodes": "all", "first": low, "last": high})
+    for i, row in enumerate(rows):
+        for other in rows[i + 1:]:
+            if row["first"] <= other["last"] and other["first"] <= row["last"]:
+                raise FirewallError("%s (%s) and %s (%s) share a port: give each its own"
+                                    % (row["setting"], span(row), other["setting"], span(other)))
+    return rows
+
+
+def span(row):
+    return str(row["first"]) if row["first"] == row["last"] else "%d-%d" % (row["first"], row["last"])
+
+
+def start_options(rows, role):
+    """``ray start``'s port options for a head or a worker (the GCS and dashboard ports are the caller's: they go
+    with --head and the dashboard's own options)."""
+    out = []
+    for row in rows:
+        if row["option"] in (None, "--port", "--dashboard-port") or not row["option"].startswith("--"):
+            continue
+        if row["nodes"] == "head" and role != "head":
+            continue
+        out.append("%s=%d" % (row["option"], row["first"]))
+    worker = rows[-1]
+    out += ["--min-worker-port=%d" % worker["first"], "--max-worker-port=%d" % worker["last"]]
+    return out
+
+
+def start_env(rows, role):
+    """The environment variables that move the ports no ``ray start`` option moves (the head's metrics ports)."""
+    return {row["option"]: str(row["first"]) for row in rows
+            if row["option"] and not row["option"].startswith("--") and (row["nodes"] == "all" or role == "head")}
+
+
+def node_ports(rows, role):
+    """The ports one node's Ray listens on, as nft spans: a worker's firewall leaves the head's own ports alone
+    (on a host's network, another service may use them there)."""
+    return [span(row) for row in rows if row["nodes"] == "all" or role == "head"]
+
+
+def members_of(addresses):
+    """The members' IPv4 addresses, checked, unique and sorted (numerically)."""
+    out = set()
+    for address in addresses or []:
+        try:
+            out.add(ipaddress.IPv4Address(str(address).strip()))
+        except ValueError:
+            raise FirewallError("%r is not an IPv4 address of a cluster node" % (address,)) from None
+    if not out:
+        raise FirewallError("no cluster node address to allow")
+    return [str(a) for a in sorted(out)]
+
+
+def ruleset(ports, members, table=TABLE):
+    """The nftables script that replaces our table atomically: Ray's ``ports`` (["6379", "10002-19999", ...])
+    accepted from loopback and the ``members``, dropped for every other source, everything else untouched. Its
+    last rule carries the script's fingerprint, so a rerun compares one line instead of nft's own listing."""
+    if not _NAME.fullmatch(table or ""):
+        raise FirewallError("the table name %r is not an nftables identifier" % (table,))
+    spans = []
+    for item in ports:
+        first, _, last = str(item).partition("-")
+        first, last = _port("port", first), _port("port", last or first)
+        if last < first:
+            raise FirewallError("the port range %s is upside down" % item)
+        spans.append((first, last))
+    if not spans:
+        raise FirewallError("no port to protect")
+    spans.sort()
+    port_set = ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
+    member_set = ", ".join(members_of(members))
+    body = "\n".join([
+        "table inet %s {" % table,
+        "\tset members {",
+        "\t\ttype ipv4_addr",
+        "\t\telements = { %s }" % member_set,
+        "\t}",
+        "\tset ray_ports {",
+        "\t\ttype inet_service",
+        "\t\tflags interval",
+        "\t\telements = { %s }" % port_set,
+        "\t}",
+        "\tchain input {",
+        "\t\ttype filter hook input priority filter; policy accept;",
+        "\t\tiif \"lo\" accept",
+        "\t\tct state established,related accept",
+        "\t\tip saddr @members tcp dport @ray_ports accept",
+        "\t\ttcp dport @ray_ports drop comment \"%s\"" % "@FINGERPRINT@",
+        "\t}",
+        "}",
+    ])
+    mark = "grpo-ray " + hashlib.sha256(body.encode()).hexdigest()[:16]
+    body = body.replace("@FINGERPRINT@", mark)
+    # "table ...; delete table ..." first: the delete never fails on a missing table, and nft -f applies the
+    # whole file as one transaction (no moment without the rules when they are replaced).
+    script = "table inet %s\ndelete table inet %s\n%s\n" % (table, table, body)
+    return {"script": script, "fingerprint": mark, "rules": body + "\n"}
+
+
+def removal(table=TABLE):
+    """The script that removes our table, whether or not it is there."""
+    return "table inet %s\ndelete table inet %s\n" % (table, table)
+
+
+def listening_ports(*proc_net_texts):
+    """{port: [local address, ...]} of the TCP sockets in LISTEN state in /proc/net/tcp and /proc/net/tcp6 texts
+    (of one network namespace)."""
+    out = {}
+    for text in proc_net_texts:
+        for line in (text or "").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != "0A":
+                continue
+            address, _, port = fields[1].rpartition(":")
+            out.setdefault(int(port, 16), []).append(_address(address))
+    return {port: sorted(set(addresses)) for port, addresses in sorted(out.items())}
+
+
+def _address(hexaddr):
+    raw = bytes.fromhex(hexaddr)
+    # /proc/net/tcp* holds each 32-bit word in host (little-endian) order
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    if len(words) == 4:
+        return str(ipaddress.IPv4Address(words))
+    address = ipaddress.IPv6Address(words)
+    return str(address.ipv4_mapped or address)
+
+
+def clashes(rows, listening, role):
+    """The port settings whose port something already listens on (this node's Ray not running): [(setting, port,
+    addresses)]."""
+    out = []
+    for row in rows:
+        if row["nodes"] == "head" and role != "head":
+            continue
+        for port in listening:
+            if row["first"] <= port <= row["last"]:
+                out.append((row["setting"], port, listening[port]))
+    return out
+
+
+def protections(token, firewall, dashboard, accept_open=False):
+    """What the cluster stage may form, and the summary of what protects it. Refuses a cluster without token
+    authentication whose ports nothing firewalls (unless ray_cluster_accept_open_ports_without_auth) and a dashboard
+    on every address without token authentication. -> {"ok", "problems", "summary"}."""
+    problems = []
+    if not token and not firewall and not accept_open:
+        problems.append(
+            "this stack's Ray has no token authentication (it came with Ray 2.52) and ray_cluster_firewall is off: "
+            "anyone who reaches the nodes' Ray ports could run code on them. Turn ray_cluster_firewall on (it needs "
+            "nftables on every host), or set ray_cluster_accept_open_ports_without_auth: true if your own firewall "
+            "or security group already keeps everyone but the cluster's nodes away from these ports")
+    if dashboard == "all" and not token:
+        problems.append(
+            "ray_cluster_dashboard is all, but this stack's Ray has no token authentication: the dashboard's job API "
+            "would run code for anyone who reaches its port. Use loopback (reach it through an SSH tunnel) or off")
+    summary = "token authentication %s; firewall %s; dashboard %s" % (
+        "on" if token else "off (this Ray has none)",
+        "on (Ray's ports for the cluster's nodes only)" if firewall else
+        ("off (accepted: ray_cluster_accept_open_ports_without_auth)" if accept_open else "off"),
+        {"loopback": "on the head's loopback", "off": "off", "all": "on every address"}.get(dashboard, dashboard))
+    return {"ok": not problems, "problems": problems, "summary": summary}
