@@ -1,6 +1,7 @@
 #!/bin/sh
 # What `make demo` and `make test` need on a fresh Debian or Ubuntu machine, installed and started: the Docker engine
-# (docker.io), debootstrap (builds the simulated host's image), make, python3-venv. Run as root:
+# (docker.io), debootstrap (builds the simulated host's image), make, python3-venv, nftables (the cluster stage's
+# firewall of Ray's ports; on real hosts too). Run as root:
 #   sudo sh files/prepare-host.sh
 # Safe to run again: it installs only what is missing and starts the engine only when it does not answer.
 # .ci/run calls it, so the README's commands and CI set up the same machine.
@@ -16,6 +17,7 @@ command -v dockerd >/dev/null 2>&1 || need="$need docker.io"
 command -v debootstrap >/dev/null 2>&1 || need="$need debootstrap"
 command -v make >/dev/null 2>&1 || need="$need make"
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need="$need python3-venv"
+command -v nft >/dev/null 2>&1 || need="$need nftables"
 if [ -n "$need" ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "prepare-host: not a Debian or Ubuntu machine; install these yourself:$need" >&2
@@ -26,7 +28,7 @@ if [ -n "$need" ]; then
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
 else
-  echo "prepare-host: docker.io, debootstrap, make and python3-venv are there"
+  echo "prepare-host: docker.io, debootstrap, make, python3-venv and nftables are there"
 fi
 
 if docker info >/dev/null 2>&1; then

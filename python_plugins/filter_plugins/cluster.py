@@ -1,6 +1,6 @@
 """Filters for the multi-host cluster: the plan from the inventory, and ray start's arguments."""
 
-from ascend_grpo import cluster
+from ascend_grpo import cluster, firewall
 
 
 def cluster_plan(envs, hostvars=None, head=""):
@@ -48,8 +48,56 @@ def token_auth_supported(ray_version):
     return cluster.token_auth_supported(ray_version)
 
 
+def ray_port_plan(settings, dashboard="loopback"):
+    """``{{ {'ray_cluster_port': ..., ...} | ray_port_plan(ray_cluster_dashboard) }}``: every port Ray opens, checked
+    (a clash between two settings fails, naming both)."""
+    try:
+        return firewall.port_plan(settings, dashboard)
+    except firewall.FirewallError as err:
+        from ansible.errors import AnsibleFilterError
+
+        raise AnsibleFilterError(str(err)) from None
+
+
+def ray_port_options(rows, role):
+    """``{{ ray_cluster_ports | ray_port_options('head') }}``: ray start's options for the pinned ports."""
+    return firewall.start_options(rows, role)
+
+
+def ray_port_env(rows, role):
+    """``{{ ray_cluster_ports | ray_port_env('head') }}``: the variables that move the head's metrics ports."""
+    return firewall.start_env(rows, role)
+
+
+def ray_node_ports(rows, role):
+    """``{{ ray_cluster_ports | ray_node_ports('worker') }}``: the ports one node's firewall keeps for the cluster."""
+    return firewall.node_ports(rows, role)
+
+
+def ray_port_clashes(rows, listening, role):
+    """``{{ ray_cluster_ports | ray_port_clashes(probe.listening, 'head') }}``: the settings whose port is taken."""
+    return ["%s: port %d is already in use (listening on %s)" % (setting, port, ", ".join(addresses))
+            for setting, port, addresses in firewall.clashes(rows, {int(k): v for k, v in (listening or {}).items()},
+                                                             role)]
+
+
+def ray_port_record(rows):
+    """``{{ ray_cluster_ports | ray_port_record }}``: {setting: port or range}, for the cluster's record."""
+    return {row["setting"]: firewall.span(row) for row in rows}
+
+
+def ray_protections(token, firewall_on, dashboard, accept_open=False):
+    """``{{ token | ray_protections(firewall, dashboard, accept) }}``: {ok, problems, summary}."""
+    from ansible.module_utils.parsing.convert_bool import boolean
+
+    return firewall.protections(boolean(token, strict=False), boolean(firewall_on, strict=False), dashboard,
+                                boolean(accept_open, strict=False))
+
+
 class FilterModule:
     def filters(self):
         return {"cluster_plan": cluster_plan, "cluster_nodes_plan": cluster_nodes_plan, "ray_start_argv": ray_start_argv, "cluster_node_env": cluster_node_env,
                 "stack_drift": stack_drift, "token_auth_supported": token_auth_supported,
-                "cluster_nodes_summary": cluster_nodes_summary}
+                "cluster_nodes_summary": cluster_nodes_summary, "ray_port_plan": ray_port_plan,
+                "ray_port_options": ray_port_options, "ray_port_env": ray_port_env, "ray_node_ports": ray_node_ports,
+                "ray_port_clashes": ray_port_clashes, "ray_port_record": ray_port_record, "ray_protections": ray_protections}

@@ -9,8 +9,8 @@ short_description: Probe, start or stop one node's Ray for a multi-host verl run
 description:
   - C(state=probe) reads what the cluster stage decides with, changing nothing, the address and the network
     interface this node reaches C(head_address) through (or those of C(interface)), whether the head's port
-    answers (C(check_port)), the Ray and Python versions, and every installed distribution (to compare the nodes'
-    stacks).
+    answers (C(check_port)), the Ray and Python versions, every installed distribution (to compare the nodes'
+    stacks) and the TCP ports something listens on (to refuse a Ray port that is taken).
   - C(state=started) runs the rendered start script (which exports the node's environment and runs C(ray start))
     unless this node's Ray runs from the very same script; a Ray started from another script is stopped first. A
     worker first checks that the head's port answers, and a failed join is explained (unreachable address or
@@ -103,6 +103,10 @@ packages:
   description: Every installed distribution, canonical name to version (probe).
   returned: state=probe
   type: dict
+listening:
+  description: The TCP ports something listens on in this node's network namespace, port to local addresses (probe).
+  returned: state=probe
+  type: dict
 reach:
   description: Why the head's port does not answer (then the module fails), or null when it does (probe with
     check_port; a failed join).
@@ -126,12 +130,23 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import cluster, workspace
+from ansible.module_utils.ascend_grpo import cluster, firewall, workspace
 
 
 def _running():
     """Whether this node's Ray (its raylet) runs."""
     return bool(cluster.ray_processes()["raylet"])
+
+
+def _listening():
+    texts = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name, encoding="ascii") as handle:
+                texts.append(handle.read())
+        except OSError:
+            continue
+    return {str(port): addresses for port, addresses in firewall.listening_ports(*texts).items()}
 
 
 def _stop(module, ray, timeout):
@@ -185,7 +200,7 @@ def main():
         packages = cluster.installed_packages()
         result = dict(changed=False, ip=ip, interface=ifname, interfaces=cluster.interfaces(),
                       ray_version=packages.get("ray"), python_version=platform.python_version(),
-                      packages=packages, running=running)
+                      packages=packages, running=running, listening=_listening())
         if p["check_port"] and p["head_address"]:
             result["reach"] = cluster.tcp_reachable(p["head_address"], p["port"])
             if result["reach"]:

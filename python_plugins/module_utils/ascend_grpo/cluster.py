@@ -91,9 +91,10 @@ def node_env(ip, ifname, base=None):
 
 
 def start_argv(role, node_ip, port=DEFAULT_PORT, head_ip=None, resources=None, num_gpus=None, num_cpus=None,
-               dashboard="loopback", dashboard_port=8265, ray="ray"):
+               dashboard="loopback", dashboard_port=8265, ray="ray", port_options=None):
     """``ray start`` for a head or a worker. The dashboard (and its job API, which runs code for anyone reaching it)
-    binds to the head's loopback unless ``dashboard`` is "off" or "all"; every node names its private address."""
+    binds to the head's loopback unless ``dashboard`` is "off" or "all"; every node names its private address.
+    ``port_options``: the other ports' options (firewall.start_options), so that Ray opens no port at random."""
     if role not in ("head", "worker"):
         raise ClusterError("role is head or worker, not %r" % (role,))
     if dashboard not in DASHBOARD_MODES:
@@ -118,6 +119,7 @@ def start_argv(role, node_ip, port=DEFAULT_PORT, head_ip=None, resources=None, n
         argv.append("--num-gpus=%d" % int(num_gpus))
     if num_cpus is not None:
         argv.append("--num-cpus=%d" % int(num_cpus))
+    argv += list(port_options or [])
     argv.append("--disable-usage-stats")
     return argv
 
