@@ -48,11 +48,11 @@ def token_auth_supported(ray_version):
     return cluster.token_auth_supported(ray_version)
 
 
-def ray_port_plan(settings, dashboard="loopback"):
-    """``{{ {'ray_cluster_port': ..., ...} | ray_port_plan(ray_cluster_dashboard) }}``: every port Ray opens, checked
-    (a clash between two settings fails, naming both)."""
+def ray_port_plan(settings, dashboard="loopback", options=None):
+    """``{{ {'ray_cluster_port': ..., ...} | ray_port_plan(ray_cluster_dashboard, probe.ray_options) }}``: every port
+    the stack's Ray opens, checked (a clash between two settings fails, naming both)."""
     try:
-        return firewall.port_plan(settings, dashboard)
+        return firewall.port_plan(settings, dashboard, options)
     except firewall.FirewallError as err:
         from ansible.errors import AnsibleFilterError
 

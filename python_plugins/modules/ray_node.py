@@ -103,6 +103,10 @@ packages:
   description: Every installed distribution, canonical name to version (probe).
   returned: state=probe
   type: dict
+ray_options:
+  description: The options this Python's C(ray start) takes, from its CLI's source (probe); null without Ray.
+  returned: state=probe
+  type: list
 listening:
   description: The TCP ports something listens on in this node's network namespace, port to local addresses (probe).
   returned: state=probe
@@ -200,7 +204,8 @@ def main():
         packages = cluster.installed_packages()
         result = dict(changed=False, ip=ip, interface=ifname, interfaces=cluster.interfaces(),
                       ray_version=packages.get("ray"), python_version=platform.python_version(),
-                      packages=packages, running=running, listening=_listening())
+                      packages=packages, running=running, listening=_listening(),
+                      ray_options=cluster.ray_start_options())
         if p["check_port"] and p["head_address"]:
             result["reach"] = cluster.tcp_reachable(p["head_address"], p["port"])
             if result["reach"]:

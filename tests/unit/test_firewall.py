@@ -39,6 +39,26 @@ def test_every_port_ray_opens_is_pinned_with_rays_defaults_where_it_has_them():
     assert "8265" not in off and "8266" not in off and "44227" not in off and "44217" in off
 
 
+def test_a_port_whose_option_the_stacks_ray_lacks_is_left_out(tmp_path, monkeypatch):
+    from ascend_grpo import cluster
+
+    # a Ray whose CLI has no --dashboard-grpc-port (as Ray 2.60's: its dashboard has no gRPC server)
+    package = tmp_path / "ray"
+    (package / "scripts").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "scripts" / "scripts.py").write_text("".join(
+        '@click.option(\n    "%s",\n    type=int,\n)\n' % row["option"] for row in firewall.port_plan({})
+        if row["option"] and row["option"] != "--dashboard-grpc-port") + '@click.option("--head", is_flag=True)\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    options = cluster.ray_start_options()
+    assert "--head" in options and "--metrics-export-port" in options and "--dashboard-grpc-port" not in options
+    rows = firewall.port_plan({}, options=options)
+    assert "8266" not in [firewall.span(r) for r in rows]
+    assert "--dashboard-grpc-port=8266" not in firewall.start_options(rows, "head")
+    assert "--dashboard-grpc-port=8266" in firewall.start_options(firewall.port_plan({}, options=options + [
+        "--dashboard-grpc-port"]), "head")
+
+
 def test_the_cluster_stage_passes_the_pinned_ports_to_ray_start():
     from ascend_grpo import cluster
 

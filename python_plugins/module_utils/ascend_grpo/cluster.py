@@ -276,3 +276,20 @@ def installed_packages():
         if name:
             out[re.sub(r"[-_.]+", "-", name).lower()] = dist.version
     return out
+
+
+def ray_start_options():
+    """The options this Python's ``ray start`` takes (read from its CLI's source, ray/scripts/scripts.py, without
+    importing Ray), or None when Ray is not there. Options come and go between releases (Ray 2.41 has
+    --dashboard-grpc-port; 2.60, whose dashboard has no gRPC server, has not)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "scripts", "scripts.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return sorted(set(re.findall(r'"(--[a-z0-9][a-z0-9-]*)"', handle.read())))
+    except OSError:
+        return None

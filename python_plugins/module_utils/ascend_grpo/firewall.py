@@ -64,16 +64,20 @@ def _port(setting, value):
     return port
 
 
-def port_plan(settings, dashboard="loopback"):
+def port_plan(settings, dashboard="loopback", options=None):
     """Every port Ray opens, from the settings: [{"setting", "option", "nodes", "first", "last"}], in the order of
     PORT_SETTINGS then the worker range. ``settings`` maps setting names to values (missing: Ray's default, as in
-    DEFAULTS). The dashboard's ports are left out when it is off. Refuses a port out of range, a worker range upside
+    DEFAULTS). The dashboard's ports are left out when it is off, and so is a port whose option the stack's
+    ``ray start`` does not take (``options``, its option names; None: all of them), as Ray 2.60's dashboard, which
+    has no gRPC server and no --dashboard-grpc-port. Refuses a port out of range, a worker range upside
     down or too small, and two settings that share a port, naming both."""
     values = dict(DEFAULTS)
     values.update({k: v for k, v in (settings or {}).items() if v is not None and v != ""})
     rows = []
     for setting, option, nodes in PORT_SETTINGS:
         if setting in DASHBOARD_SETTINGS and dashboard == "off":
+            continue
+        if options is not None and option.startswith("--") and option not in options:
             continue
         port = _port(setting, values[setting])
         rows.append({"setting": setting, "option": option, "nodes": nodes, "first": port, "last": port})
