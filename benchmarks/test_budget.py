@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,6 +72,11 @@ def forget_everything():
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _note_end(proc, ended):
+    proc.wait()
+    ended["at"] = time.perf_counter()
+
+
 def main(argv):
     cold, check = "--cold" in argv, "--check" in argv
     json_file = argv[argv.index("--json") + 1] if "--json" in argv else None
@@ -92,9 +98,14 @@ def main(argv):
             lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
             fcntl.flock(lock, fcntl.LOCK_SH)
             log = open(os.path.join(ROOT, ".test-logs", "integration.log"), "w", encoding="utf-8")
-            beside = (name, time.perf_counter(), subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                                                  stderr=subprocess.STDOUT, pass_fds=(lock.fileno(),)))
+            proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    pass_fds=(lock.fileno(),))
             lock.close()
+            # its own time is when it ends, not when molecule's last step does: a thread waits for it
+            ended = {}
+            waiter = threading.Thread(target=_note_end, args=(proc, ended), daemon=True)
+            waiter.start()
+            beside = (name, time.perf_counter(), proc, waiter, ended)
             continue
         start = time.perf_counter()
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -106,9 +117,10 @@ def main(argv):
             status = 1
             break
     if beside:
-        name, start, proc = beside
+        name, start, proc, waiter, ended = beside
         code = proc.wait()
-        rows.append({"phase": name, "seconds": round(time.perf_counter() - start, 1), "beside": True})
+        waiter.join()
+        rows.append({"phase": name, "seconds": round(ended["at"] - start, 1), "beside": True})
         print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
         if code != 0:
             with open(os.path.join(ROOT, ".test-logs", "integration.log"), encoding="utf-8") as handle:
