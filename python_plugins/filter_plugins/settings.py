@@ -10,6 +10,22 @@ def setting_problems(checks):
     return settings.problems(checks)
 
 
+def shell_exports(mapping):
+    """``{{ env | shell_exports }}``: ``export KEY=value`` lines, values quoted, a key that is no variable name
+    refused."""
+    from ansible.errors import AnsibleFilterError
+
+    try:
+        return settings.shell_exports(mapping)
+    except ValueError as err:
+        raise AnsibleFilterError(str(err)) from None
+
+
+def shell_comment(text):
+    """``{{ value | shell_comment }}``: a value safe on a comment line (no newline can end the comment)."""
+    return settings.shell_comment(text)
+
+
 class FilterModule:
     def filters(self):
-        return {"setting_problems": setting_problems}
+        return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment}

@@ -5,7 +5,7 @@ import os
 
 import yaml
 from ansible.errors import AnsibleFilterError
-from ascend_grpo import stacks
+from ascend_grpo import settings, stacks
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STACKS_DIR = os.path.join(_ROOT, "files", "stacks")
@@ -37,6 +37,11 @@ def grpo_profiles(refs, stage, profiles_dir, own_file=""):
             data = _load(path)
             if not isinstance(data, dict):
                 raise stacks.StackError("%s profile %s is not a mapping" % (stage, path))
+            # its env becomes export lines in the run script: a key that is no variable name is refused here
+            env = data.get("env")
+            problems = settings.env_problems("%s profile %s: env" % (stage, path), env) if env is not None else []
+            if problems:
+                raise stacks.StackError("; ".join(problems))
             out.append({"name": data.get("name") or os.path.basename(path)[:-4], "path": path, "data": data})
         return out
     except (stacks.StackError, OSError, yaml.YAMLError) as err:

@@ -49,11 +49,15 @@ def test_env_names_and_counts():
 def test_the_train_stage_refuses_them_before_it_reads_anything(tmp_path):
     """No record exists in this workspace: a refusal by the settings check comes before the stage reads one."""
     done = run_role(tmp_path, "grpo_train", {"grpo_train_experiment": "../../escape", "grpo_train_env": {"1BAD": "x"},
-                                             "grpo_train_wait_minutes": -5})
+                                             "grpo_train_wait_minutes": -5,
+                                             # the issue's: a live line of run_grpo.sh before
+                                             "grpo_train_dir": "/data/grpo/runs/x\ntouch /tmp/pwned-grpo #"})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Preflight | Check the settings that become names, environment variables and counts"
+    assert task == "Preflight | Check the settings that become names, paths, environment variables and counts"
     for words in ("grpo_train_experiment ('../../escape') becomes a folder name", "grpo_train_env: '1BAD'",
-                  "grpo_train_wait_minutes (-5) must be a whole number"):
+                  "grpo_train_wait_minutes (-5) must be a whole number",
+                  "grpo_train_dir ('/data/grpo/runs/x\\ntouch /tmp/pwned-grpo #') holds a control character",
+                  "grpo_train_checkpoint_dir ("):
         assert words in msg, msg
     assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made

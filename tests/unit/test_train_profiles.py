@@ -24,6 +24,10 @@ _spec = importlib.util.spec_from_file_location("train_filters",
                                                os.path.join(ROOT, "python_plugins", "filter_plugins", "train.py"))
 train_filters = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(train_filters)
+_spec = importlib.util.spec_from_file_location("settings_filters",
+                                               os.path.join(ROOT, "python_plugins", "filter_plugins", "settings.py"))
+settings_filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(settings_filters)
 
 ROLE = os.path.join(ROOT, "roles", "grpo_train")
 COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
@@ -66,6 +70,7 @@ def render(profiles, user=None, cluster=None):
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
                                      undefined=jinja2.StrictUndefined, trim_blocks=True)  # as Ansible renders
     environment.filters["quote"] = shlex.quote
+    environment.filters.update(settings_filters.FilterModule().filters())
     text = environment.get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
         grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list,

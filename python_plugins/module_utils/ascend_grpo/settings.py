@@ -5,6 +5,7 @@
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
 - ``count``: a whole number at least a minimum (a wait in minutes, say);
+- ``path``: an absolute path with no control character and no ``..`` part;
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
   joined by ``/``; empty means the setting is off.
 
@@ -13,12 +14,14 @@ Standard library only (the controller's filters use it).
 
 import re
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Matched whole (fullmatch): with re.match, "$" also matches before a final newline, and "qwen\n" passed.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def name_problem(setting, value):
-    if isinstance(value, str) and _NAME.match(value) and ".." not in value:
+    if isinstance(value, str) and _NAME.fullmatch(value) and ".." not in value:
         return None
     return ("%s (%r) becomes a folder name: use 1-128 letters, digits, '.', '_' and '-', starting with a letter or "
             "digit (no '/', spaces or '..'), e.g. qwen2_5_math" % (setting, value))
@@ -28,18 +31,30 @@ def env_problems(setting, value):
     if not isinstance(value, dict):
         return ["%s is a mapping of environment variables (NAME: value), not %r" % (setting, value)]
     return ["%s: %r is not an environment variable name: use letters, digits and '_', not starting with a digit"
-            % (setting, key) for key in value if not (isinstance(key, str) and _ENV.match(key))]
+            % (setting, key) for key in value if not (isinstance(key, str) and _ENV.fullmatch(key))]
 
 
 def subpath_problem(setting, value):
     if value == "":
         return None
     parts = value.split("/") if isinstance(value, str) else [None]
-    if all(isinstance(part, str) and _NAME.match(part) and ".." not in part for part in parts):
+    if all(isinstance(part, str) and _NAME.fullmatch(part) and ".." not in part for part in parts):
         return None
     return ("%s (%r) is a folder inside the workspace: give it relative to the workspace, as names of letters, "
             "digits, '.', '_' and '-' joined by '/' (no leading '/', no '..'), e.g. venvs/stack; or empty to turn "
             "it off" % (setting, value))
+
+
+def path_problem(setting, value):
+    """A path setting (a folder or file in the environment): absolute, no control characters (a newline in a path
+    makes folders no one can type and breaks every line it is written on), no '..' part."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return "%s (%r) must be an absolute path, e.g. /data/grpo/runs/qwen" % (setting, value)
+    if _CONTROL.search(value):
+        return "%s (%r) holds a control character (a newline, a tab...): remove it" % (setting, value)
+    if ".." in value.split("/"):
+        return "%s (%r) holds a '..' part: give the path it means, without '..'" % (setting, value)
+    return None
 
 
 def count_problem(setting, value, minimum=0):
@@ -47,6 +62,27 @@ def count_problem(setting, value, minimum=0):
     if text.lstrip("+").isdigit() and int(text) >= minimum:
         return None
     return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+
+
+def shell_exports(mapping):
+    """``export KEY=value`` lines for a script, keys sorted, each value one shell word (shlex.quote, as Ansible's
+    quote filter). A key that is not a POSIX variable name is refused, whatever let it through: written unquoted,
+    ``X=1; id >/tmp/x; Y`` would be a command."""
+    import shlex
+
+    bad = [key for key in mapping if not (isinstance(key, str) and _ENV.fullmatch(key))]
+    if bad:
+        raise ValueError("%r is not an environment variable name (letters, digits and '_', not starting with a "
+                         "digit): it is not written into the script" % (bad[0],))
+    # ordered as Jinja's dictsort orders them (case-insensitively), so scripts render as before
+    return "\n".join("export %s=%s" % (key, shlex.quote(str(mapping[key])))
+                     for key in sorted(mapping, key=str.lower))
+
+
+def shell_comment(text):
+    """``text`` for a comment line of a script: control characters (a newline would end the comment and start a
+    command) written as \\xNN."""
+    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), str(text))
 
 
 def problems(checks):
@@ -62,9 +98,12 @@ def problems(checks):
         elif kind == "subpath":
             problem = subpath_problem(setting, value)
             out += [problem] if problem else []
+        elif kind == "path":
+            problem = path_problem(setting, value)
+            out += [problem] if problem else []
         elif kind == "count":
             problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
             out += [problem] if problem else []
         else:
-            raise ValueError("unknown setting check %r (name, subpath, env or count)" % kind)
+            raise ValueError("unknown setting check %r (name, subpath, path, env or count)" % kind)
     return out
