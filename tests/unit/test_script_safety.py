@@ -120,3 +120,28 @@ def test_a_profile_files_env_key_that_is_a_command_is_refused_naming_the_file(tm
     own.write_text("overrides: {}\nenv:\n  HCCL_EXEC_TIMEOUT: '900'\n")
     assert profiles([str(own)], "train", os.path.join(ROOT, "roles", "grpo_train", "files", "profiles"))[0]["data"][
         "env"] == {"HCCL_EXEC_TIMEOUT": "900"}
+
+
+@pytest.mark.parametrize("entry, what", [
+    ("/var/run/docker.sock:/var/run/docker.sock", "the Docker socket"),  # the issue's
+    ("/:/host", "the Docker socket"),  # the issue's: the host's root holds all of them
+    ("/run/docker.sock:/d.sock:ro", "the Docker socket"),
+    ("/var/lib/docker/volumes:/v", "/var/lib/docker"),
+    ("/var:/v", "the Docker socket"),
+    ("/var/lib:/v", "/var/lib/docker"),
+    ("/root/.ssh:/keys", "/root"),
+    ("/etc/:/hostetc:ro", "/etc"),
+])
+def test_a_mount_that_hands_the_container_the_host_is_refused(entry, what):
+    problems = settings.problems([["mounts", "npu_container_extra_volumes", [entry]]])
+    assert len(problems) == 1 and problems[0].startswith("npu_container_extra_volumes: %r mounts" % entry)
+    assert ("mounts %s into the container" % what) in problems[0]
+    assert "npu_container_allow_host_access: true" in problems[0]
+    assert settings.problems([["mounts", "npu_container_extra_volumes", [entry], True]]) == []
+
+
+def test_ordinary_mounts_pass():
+    # the sim's own (the host's CA bundle read-only), a shared checkpoint folder, a data disk
+    assert settings.mount_problems("npu_container_extra_volumes", [
+        "/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/host-ca-bundle.crt:ro", "/mnt/grpo-shared:/shared",
+        "/data/models:/models:ro", "/var/tmp/grpo-cache/downloads:/var/cache/grpo-downloads"]) == []

@@ -61,3 +61,15 @@ def test_the_train_stage_refuses_them_before_it_reads_anything(tmp_path):
                   "grpo_train_checkpoint_dir ("):
         assert words in msg, msg
     assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made
+
+
+def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_host(tmp_path):
+    """The issue's mount: the container was recreated with the host's Docker socket inside."""
+    done = run_role(tmp_path, "npu_container", {
+        "npu_container_extra_volumes": ["/var/run/docker.sock:/var/run/docker.sock"],
+        "npu_container_workspace_host": str(tmp_path / "ws")})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Check the settings that become names, environment variables, mounts and counts"
+    assert "npu_container_extra_volumes: '/var/run/docker.sock:/var/run/docker.sock' mounts the Docker socket" in msg
+    assert os.listdir(tmp_path) == ["npu_container.yml"]  # nothing made

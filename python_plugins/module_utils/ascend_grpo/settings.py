@@ -6,6 +6,7 @@
   with a digit);
 - ``count``: a whole number at least a minimum (a wait in minutes, say);
 - ``path``: an absolute path with no control character and no ``..`` part;
+- ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
   joined by ``/``; empty means the setting is off.
 
@@ -57,6 +58,38 @@ def path_problem(setting, value):
     return None
 
 
+# Host paths whose mount gives a container root on the host (the Docker socket; Docker's own data; the host's root,
+# its configuration and root's home), refused with every folder above them; /etc and /root also refused below them
+# unless read-only (a CA bundle mounted :ro is fine).
+_HOST_ACCESS = ("/var/run/docker.sock", "/run/docker.sock", "/var/lib/docker", "/etc", "/root")
+_READ_ONLY_BELOW = ("/etc", "/root")
+
+
+def mount_problems(setting, volumes, allow_host_access=False):
+    """The entries of a container's extra volumes (``/host:/container[:ro|rw]``) that hand the container the host:
+    the Docker socket, ``/``, ``/etc``, ``/root``, ``/var/lib/docker``, a folder above one of them, or anything inside
+    Docker's data (or writable inside /etc and /root). ``allow_host_access`` (a setting of its own) lets them by."""
+    import posixpath
+
+    if allow_host_access:
+        return []
+    out = []
+    for entry in volumes or []:
+        parts = str(entry).split(":")
+        source = posixpath.normpath(parts[0]) if parts[0].startswith("/") else parts[0]
+        read_only = len(parts) > 2 and parts[2] == "ro"
+        danger = next((p for p in _HOST_ACCESS if p == source or p.startswith(source.rstrip("/") + "/")), None)
+        if danger is None and source.startswith("/var/lib/docker/"):
+            danger = "/var/lib/docker"
+        if danger is None and not read_only:
+            danger = next((p for p in _READ_ONLY_BELOW if source.startswith(p + "/")), None)
+        if danger:
+            out.append("%s: %r mounts %s into the container, which gives it the host (root on it for anything in the "
+                       "container): remove it, or set npu_container_allow_host_access: true if that is what you want"
+                       % (setting, entry, "the Docker socket" if danger.endswith("docker.sock") else danger))
+    return out
+
+
 def count_problem(setting, value, minimum=0):
     text = "" if isinstance(value, bool) else str(value).strip()
     if text.lstrip("+").isdigit() and int(text) >= minimum:
@@ -101,9 +134,11 @@ def problems(checks):
         elif kind == "path":
             problem = path_problem(setting, value)
             out += [problem] if problem else []
+        elif kind == "mounts":
+            out += mount_problems(setting, value, check[3] if len(check) > 3 else False)
         elif kind == "count":
             problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
             out += [problem] if problem else []
         else:
-            raise ValueError("unknown setting check %r (name, subpath, path, env or count)" % kind)
+            raise ValueError("unknown setting check %r (name, subpath, path, env, mounts or count)" % kind)
     return out
