@@ -26,6 +26,21 @@ def shell_comment(text):
     return settings.shell_comment(text)
 
 
+_KNOWN = {}
+
+
+def unknown_settings(names):
+    """``{{ hostvars[inventory_hostname].keys() | unknown_settings }}``: a problem for each variable set with one of
+    our prefixes that no stage reads (a misspelt setting was silently ignored), with the closest setting."""
+    import os
+
+    if not _KNOWN:
+        _KNOWN.update(settings.project_names(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))))
+    return settings.unknown_settings(list(names), _KNOWN)
+
+
 class FilterModule:
     def filters(self):
-        return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment}
+        return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment,
+                "unknown_settings": unknown_settings}

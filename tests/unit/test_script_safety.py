@@ -60,7 +60,7 @@ def test_a_run_folder_with_a_command_after_a_newline_stays_in_its_comment(tmp_pa
     header = _header(text)
     assert "# By hand: bash /data/grpo/runs/x\\x0atouch %s #/run_grpo.sh" % marker in header
     # the header run for real: before, its last line was `touch <marker> #/run_grpo.sh ...`
-    subprocess.run(["bash", "-c", header], check=True)
+    subprocess.run(["bash", "-c", header], check=True, cwd=tmp_path)  # a leak writes nowhere else
     assert not marker.exists()
     assert subprocess.run(["bash", "-n", "-c", text], check=False).returncode == 0
 
@@ -84,7 +84,7 @@ def test_the_eval_scripts_header_keeps_a_model_name_in_its_comment(tmp_path):
         _grpo_eval_model={"name": "trained\ntouch %s" % marker}, grpo_eval_profile="npu",
         _grpo_eval_query={"work_dir": "/data/grpo/eval/x"}, grpo_eval_env_scripts=[],
         grpo_eval_env_merged={"B": "x y"}, grpo_eval_venv="/data/grpo/venvs/opencompass")
-    subprocess.run(["bash", "-c", _header(text)], check=True)
+    subprocess.run(["bash", "-c", _header(text)], check=True, cwd=tmp_path)
     assert not marker.exists()
     assert "export B='x y'\n" in text
 

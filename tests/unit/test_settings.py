@@ -5,7 +5,7 @@ import os
 
 import pytest
 from ascend_grpo import settings
-from conftest import run_role
+from conftest import ROOT, run_role
 
 
 @pytest.mark.parametrize("value", ["../../escape", "a/b", "run; rm -rf /", "two words", "..", ".hidden", "", None,
@@ -73,3 +73,26 @@ def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_ho
     assert task == "Preflight | Check the settings that become names, environment variables, mounts and counts"
     assert "npu_container_extra_volumes: '/var/run/docker.sock:/var/run/docker.sock' mounts the Docker socket" in msg
     assert os.listdir(tmp_path) == ["npu_container.yml"]  # nothing made
+
+
+def test_a_misspelt_setting_is_refused_naming_the_closest_one():
+    known = settings.project_names(ROOT)
+    # the issue's: `grpo_train_overides: {...}` ran the stage with the defaults
+    assert settings.unknown_settings(["grpo_train_overides", "grpo_train_overrides", "sim_root", "ansible_host"],
+                                     known) == [
+        "grpo_train_overides is not a setting of any stage, so it would be ignored: did you mean "
+        "grpo_train_overrides?"]
+    assert settings.unknown_settings(["npu_container_imgae"], known)[0].endswith("did you mean npu_container_image?")
+    assert "see each role's meta/argument_specs.yml" in settings.unknown_settings(["grpo_zzz"], known)[0]
+    # what the roles set themselves, and the replaced settings their own stage refuses with its own message
+    assert settings.unknown_settings(["grpo_train_env_merged", "ray_cluster_node", "grpo_npu_host",
+                                      "verl_compat_patch_profile", "ray_cluster_head_node"], known) == []
+
+
+def test_the_train_stage_refuses_a_misspelt_setting_before_anything(tmp_path):
+    done = run_role(tmp_path, "grpo_train", {"grpo_train_overides": {"trainer": {"total_epochs": 2}}})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Common | Refuse a setting no stage reads (a misspelt one would be silently ignored)"
+    assert "did you mean grpo_train_overrides?" in msg
+    assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made

@@ -142,3 +142,69 @@ def problems(checks):
         else:
             raise ValueError("unknown setting check %r (name, subpath, path, env, mounts or count)" % kind)
     return out
+
+
+# The prefixes of this package's settings: a variable a user sets with one of them names a setting of ours.
+PREFIXES = ("npu_container_", "deps_pinning_", "verl_compat_patch_", "assets_", "ray_cluster_", "grpo_train_",
+            "grpo_eval_", "grpo_")
+
+
+def project_names(root):
+    """What the project itself knows, read from its files (no list kept by hand): ``settings``, every option of
+    the roles' meta/argument_specs.yml and every default; ``internal``, every name its roles and playbooks set
+    (set_fact, register, add_host); ``refused``, the names a stage refuses by name itself (``X is not defined``,
+    the settings it replaced, which keep their own "was replaced by" message)."""
+    import glob
+    import os
+
+    import yaml
+
+    settings, internal, refused = set(), set(), set()
+    for path in glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml")):
+        with open(path, encoding="utf-8") as handle:
+            for entry in ((yaml.safe_load(handle) or {}).get("argument_specs") or {}).values():
+                settings.update((entry or {}).get("options") or {})
+    for path in glob.glob(os.path.join(root, "roles", "*", "defaults", "main.yml")):
+        with open(path, encoding="utf-8") as handle:
+            settings.update(yaml.safe_load(handle) or {})
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("ansible.builtin.set_fact", "set_fact", "ansible.builtin.add_host", "add_host") \
+                        and isinstance(value, dict):
+                    internal.update(value)
+                elif key == "register" and isinstance(value, str):
+                    internal.add(value)
+                elif key == "that":
+                    for test in value if isinstance(value, list) else [value]:
+                        refused.update(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*) is not defined\s*$", str(test)))
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    paths = glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml")) + \
+        glob.glob(os.path.join(root, "playbooks", "*.yml")) + [os.path.join(root, "site.yml")]
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            walk(yaml.safe_load(handle))
+    return {"settings": settings, "internal": internal, "refused": refused}
+
+
+def unknown_settings(names, known):
+    """The names with one of our prefixes that are neither a setting, nor set by the project itself, nor refused by
+    their own stage: one problem each, naming the closest settings."""
+    import difflib
+
+    out = []
+    for name in sorted(names):
+        if not (isinstance(name, str) and name.startswith(PREFIXES)):
+            continue
+        if name in known["settings"] or name in known["internal"] or name in known["refused"]:
+            continue
+        close = difflib.get_close_matches(name, sorted(known["settings"]), n=1, cutoff=0.75)
+        out.append("%s is not a setting of any stage, so it would be ignored: %s" % (
+            name, "did you mean %s?" % close[0] if close else
+            "remove it, or see each role's meta/argument_specs.yml for the settings there are"))
+    return out
