@@ -13,6 +13,19 @@ def pip_error(text, index_args=()):
     return stack.explain_pip_error(text or "", list(index_args or []))
 
 
+def pip_index_env(urls):
+    """``{{ {'index_url': ..., 'extra_index_urls': [...]} | pip_index_env }}`` -> PIP_INDEX_URL and
+    PIP_EXTRA_INDEX_URL for a task's environment: an index URL may hold a password, and pip's command line is
+    visible to every user of the host."""
+    return pins.index_env(pins.index_args({}, None, {k: v for k, v in (urls or {}).items() if v}))[1]
+
+
+def mask_url(text):
+    """``{{ url | mask_url }}`` -> the URL (or any text) with its credentials masked."""
+    return pins.mask_url(text)
+
+
 class FilterModule:
     def filters(self):
-        return {"pip_index_args": pip_index_args, "pip_error": pip_error}
+        return {"pip_index_args": pip_index_args, "pip_error": pip_error, "pip_index_env": pip_index_env,
+                "mask_url": mask_url}

@@ -43,6 +43,17 @@ options:
         trusted_hosts and wheelhouse (offline, C(--no-index --find-links)).
     type: dict
     default: {}
+  index_url:
+    description:
+      - The site's index URL (it wins over C(site.index_url)). It may hold a password; its value is masked in the
+        result and reaches pip as C(PIP_INDEX_URL), never on a command line.
+    type: str
+    default: ""
+  extra_index_urls:
+    description: More site index URLs (C(PIP_EXTRA_INDEX_URL)), masked the same way.
+    type: list
+    elements: str
+    default: []
   python:
     description: The Python whose environment is managed (default the one running the module).
     type: str
@@ -210,6 +221,8 @@ def main():
             profile=dict(type="dict", required=True),
             paths=dict(type="dict", default={}),
             site=dict(type="dict", default={}),
+            index_url=dict(type="str", default="", no_log=True),
+            extra_index_urls=dict(type="list", elements="str", default=[], no_log=True),
             python=dict(type="str"),
             accept_drift=dict(type="list", elements="str", default=[]),
             state_dir=dict(type="path", required=True),
@@ -226,6 +239,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    # The site's index URLs (they may hold a password) come as options of their own: Ansible masks their values
+    # wherever they would appear in this module's result, and they reach pip through its environment, never argv.
+    if p["index_url"] or p["extra_index_urls"]:
+        p["site"] = dict(p["site"], **({"index_url": p["index_url"]} if p["index_url"] else {}),
+                         **({"extra_index_urls": p["extra_index_urls"]} if p["extra_index_urls"] else {}))
     profile = p["profile"]
     problems = pins.validate_profile(profile)
     if problems:
@@ -284,7 +302,8 @@ def main():
             os.makedirs(p["site"]["wheel_cache"], exist_ok=True)
 
     def run(argv, env=None):
-        rc, out, err = module.run_command(argv, environ_update=env or {})
+        argv, env = pins.index_env(argv, env)
+        rc, out, err = module.run_command(argv, environ_update=env)
         return rc, out, err
 
     editables = [pins.expand(ph["editable"], paths) for ph in profile["phases"] if ph.get("editable")]
@@ -372,7 +391,8 @@ def main():
         p["site"] = dict(p["site"], cache_only=True)
     steps = pins.install_steps(profile, paths, read_file, arch, p["site"], steps_python,
                                stack.write_constraints(profile, p["state_dir"]))
-    result["steps"] = [{"phase": s["phase"], "command": " ".join(s["argv"]), "env": s["env"]} for s in steps]
+    result["steps"] = [{"phase": s["phase"], "command": pins.mask_url(" ".join(s["argv"])), "env": s["env"]}
+                       for s in steps]
     result["changed"] = True
     if module.check_mode:
         module.exit_json(**result)

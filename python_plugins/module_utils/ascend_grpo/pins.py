@@ -416,3 +416,40 @@ def plan_text(plan):
     lines += ["replaced %s by %s (%s)" % (o["asked"], o["pinned"], o["source"]) for o in plan.get("overrides", [])]
     lines += ["not planned here (no wheel for the target): %s" % u for u in plan.get("unplanned", [])]
     return lines
+
+
+_INDEX_OPTIONS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTRA_INDEX_URL", "-i": "PIP_INDEX_URL"}
+
+
+def index_env(argv, env=None):
+    """(argv without its index URLs, env with them as PIP_INDEX_URL / PIP_EXTRA_INDEX_URL): an index URL may hold
+    a password, and a command line is visible in ``ps`` to every user of the host; pip reads the same settings from
+    its environment (several extra indexes separated by spaces)."""
+    out, env = [], dict(env or {})
+    extra = [u for u in env.get("PIP_EXTRA_INDEX_URL", "").split() if u]
+    i = 0
+    while i < len(argv):
+        option = argv[i]
+        name, eq, value = option.partition("=")
+        if option in _INDEX_OPTIONS and i + 1 < len(argv):
+            name, value, i = option, argv[i + 1], i + 2
+        elif eq and name in ("--index-url", "--extra-index-url"):
+            i += 1
+        else:
+            out.append(option)
+            i += 1
+            continue
+        if _INDEX_OPTIONS[name] == "PIP_INDEX_URL":
+            env.setdefault("PIP_INDEX_URL", value)
+        elif value not in extra:
+            extra.append(value)
+    if extra:
+        env["PIP_EXTRA_INDEX_URL"] = " ".join(extra)
+    return out, env
+
+
+def mask_url(text):
+    """``text`` with the credentials of every URL in it masked: the password (``https://user:***@host/simple``), or
+    a user name alone, which is often a token (``https://***@host/simple``)."""
+    text = re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@", r"\1:***@", str(text))
+    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+@", r"\1***@", text)

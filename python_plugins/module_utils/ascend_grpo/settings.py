@@ -6,6 +6,7 @@
   with a digit);
 - ``count``: a whole number at least a minimum (a wait in minutes, say);
 - ``path``: an absolute path with no control character and no ``..`` part;
+- ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
   joined by ``/``; empty means the setting is off.
@@ -90,6 +91,27 @@ def mount_problems(setting, volumes, allow_host_access=False):
     return out
 
 
+def url_problem(setting, value):
+    """A package index URL: empty (off), or http(s)://host[/path] (file:///path for a local index); shown with its
+    credentials masked."""
+    from urllib.parse import urlsplit
+
+    if value in ("", None):
+        return None
+    text = str(value)
+    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    try:
+        parts = urlsplit(text)
+        ok = ((parts.scheme in ("http", "https") and parts.hostname) or (parts.scheme == "file" and parts.path)) \
+            and not _CONTROL.search(text) and " " not in text
+    except ValueError:
+        ok = False
+    if ok:
+        return None
+    return "%s (%s) is not an index URL: give https://host/simple (or file:///path for a local one)" % (setting,
+                                                                                                    shown)
+
+
 def count_problem(setting, value, minimum=0):
     text = "" if isinstance(value, bool) else str(value).strip()
     if text.lstrip("+").isdigit() and int(text) >= minimum:
@@ -134,13 +156,18 @@ def problems(checks):
         elif kind == "path":
             problem = path_problem(setting, value)
             out += [problem] if problem else []
+        elif kind == "url":
+            problem = url_problem(setting, value)
+            out += [problem] if problem else []
+        elif kind == "urls":
+            out += [p for p in (url_problem(setting, v) for v in (value if isinstance(value, list) else [value])) if p]
         elif kind == "mounts":
             out += mount_problems(setting, value, check[3] if len(check) > 3 else False)
         elif kind == "count":
             problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
             out += [problem] if problem else []
         else:
-            raise ValueError("unknown setting check %r (name, subpath, path, env, mounts or count)" % kind)
+            raise ValueError("unknown setting check %r (name, subpath, path, env, url, urls, mounts or count)" % kind)
     return out
 
 

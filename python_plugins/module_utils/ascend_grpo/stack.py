@@ -229,7 +229,7 @@ def explain_pip_error(text, index_args):
     if req:
         return ("no distribution of %s for this platform and Python on the index (%s). Check the pin in the "
                 "profile, or the index settings (deps_pinning_index_url, deps_pinning_extra_index_urls, "
-                "deps_pinning_wheelhouse)." % (req, " ".join(index_args) or "pip's default index"))
+                "deps_pinning_wheelhouse)." % (req, pins.mask_url(" ".join(index_args)) or "pip's default index"))
     return "\n".join(lines[-15:])
 
 
@@ -369,7 +369,8 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
                              "in profile %s and the index settings (deps_pinning_index_url, "
                              "deps_pinning_extra_index_urls, deps_pinning_wheelhouse)." % (
                                  ", ".join(c["wants"][0]["spec"] for c in ghosts),
-                                 " ".join(request["index_args"]) or "pip's default index", profile["name"]))
+                                 pins.mask_url(" ".join(request["index_args"])) or "pip's default index",
+                                 profile["name"]))
         if not conflicts:
             raise StackError("pip could not plan profile %s: %s" % (
                 profile["name"], explain_pip_error(out + "\n" + err, request["index_args"])))

@@ -1,0 +1,79 @@
+"""An index URL with a password: never on pip's command line (``ps`` shows every user of the host each process's
+arguments), never in the deps stage's result or messages, and a URL that is no URL refused before anything.
+
+pip reads PIP_INDEX_URL and PIP_EXTRA_INDEX_URL (several URLs separated by whitespace) as it reads --index-url and
+--extra-index-url (pip's user guide, "Environment Variables"); Ansible masks the values of a module's no_log options
+wherever they appear in its result.
+"""
+
+import json
+import os
+import stat
+import sys
+
+from conftest import run_module
+
+from ascend_grpo import pins, settings
+
+SECRET = "s3cr3t-index-pass"
+URL = "https://builder:%s@mirror.example.internal/simple" % SECRET
+
+
+def test_index_options_move_to_pips_environment():
+    argv, env = pins.index_env(
+        ["python", "-m", "pip", "install", "--index-url", URL, "--extra-index-url", "https://a.example/simple",
+         "--extra-index-url=https://tok@b.example/simple", "--find-links", "/wheels", "x==1"], {"PIP_NO_INPUT": "1"})
+    assert argv == ["python", "-m", "pip", "install", "--find-links", "/wheels", "x==1"]
+    assert env == {"PIP_NO_INPUT": "1", "PIP_INDEX_URL": URL,
+                   "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://tok@b.example/simple"}
+
+
+def test_credentials_are_masked_in_text():
+    assert pins.mask_url("Looking in indexes: %s, https://tok@b.example/simple" % URL) == (
+        "Looking in indexes: https://builder:***@mirror.example.internal/simple, https://***@b.example/simple")
+
+
+def test_a_url_that_is_no_url_is_refused_and_shown_masked():
+    assert settings.problems([["url", "deps_pinning_index_url", "not a url"]]) == [
+        "deps_pinning_index_url (not a url) is not an index URL: give https://host/simple (or file:///path for a "
+        "local one)"]
+    assert settings.problems([["url", "deps_pinning_index_url", URL], ["url", "deps_pinning_index_url", ""],
+                              ["urls", "deps_pinning_extra_index_urls", ["file:///srv/simple"]]]) == []
+    shown = settings.problems([["urls", "deps_pinning_extra_index_urls", ["https://u:%s@" % SECRET]]])[0]
+    assert SECRET not in shown and "https://***@" in shown
+
+
+def _fake_python(tmp_path):
+    """A Python that answers the module's probe and records what each pip call got (argv, PIP_* variables)."""
+    log = tmp_path / "calls.jsonl"
+    fake = tmp_path / "python"
+    fake.write_text("#!%s\n" % sys.executable + """import json, os, sys
+if sys.argv[1] == "-c":
+    print(json.dumps({"versions": {}, "editable_url": None, "machine": "x86_64", "python": "3.11"}))
+    sys.exit(0)
+with open(%r, "a") as log:
+    log.write(json.dumps({"argv": sys.argv, "env": {k: v for k, v in os.environ.items() if k.startswith("PIP_")}})
+              + "\\n")
+print("ERROR: Could not find a version that satisfies the requirement six==1.16.0 (from versions: none)",
+      file=sys.stderr)
+sys.exit(1)
+""" % str(log))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return fake, log
+
+
+def test_the_deps_module_gives_pip_the_password_only_through_its_environment(tmp_path):
+    fake, log = _fake_python(tmp_path)
+    profile = {"name": "t", "pins": {"six": "1.16.0"}, "phases": [{"name": "six", "requirements": ["six==1.16.0"]}]}
+    result = run_module("deps_pinning", {"profile": profile, "python": str(fake), "state_dir": str(tmp_path / "st"),
+                                         "index_url": URL, "extra_index_urls": ["https://x:%s@b.example/s" % SECRET]})
+    assert result.get("failed"), result
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calls, result
+    for call in calls:  # what ps shows: the command line
+        assert SECRET not in " ".join(call["argv"]) and "--index-url" not in call["argv"]
+        assert call["env"]["PIP_INDEX_URL"] == URL
+        assert call["env"]["PIP_EXTRA_INDEX_URL"] == "https://x:%s@b.example/s" % SECRET
+    # the result (what a log or -v shows) holds neither
+    assert SECRET not in json.dumps(result)
+    assert os.path.isdir(tmp_path / "st")
