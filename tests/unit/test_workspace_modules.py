@@ -126,3 +126,18 @@ def test_the_import_check_keeps_its_answer_until_something_changes(tmp_path):
     (site / "vllm-0.13.0.dist-info").mkdir()  # an install changes the distributions
     fixed = run_module("verl_compat", params)
     assert not fixed.get("failed") and fixed["cached"] is False and fixed["blocking"] == []
+
+
+def test_a_script_made_owner_only_keeps_its_former_copy_owner_only_too(tmp_path):
+    """The issue's: run_grpo.sh and its backups were 0755 and hold the run's environment values."""
+    script = tmp_path / "run" / "run_grpo.sh"
+    script.parent.mkdir()
+    script.write_text("export HF_TOKEN=old\n")
+    script.chmod(0o755)  # as an earlier release wrote it
+    params = {"files": [{"path": str(script), "content": "export HF_TOKEN=new\n", "mode": "0700", "backup": True}],
+              "state_dir": str(tmp_path / ".grpo")}
+    done = run_module("grpo_files", params)
+    assert done["changed"] and oct(script.stat().st_mode & 0o777) == "0o700"
+    backup = done["files"][0]["backup"]
+    assert open(backup, encoding="utf-8").read() == "export HF_TOKEN=old\n"
+    assert oct(os.stat(backup).st_mode & 0o777) == "0o700"

@@ -88,6 +88,9 @@ def write_text(path, text, mode=0o644, backup=False, check_mode=False):
         os.chmod(tmp, mode)
         if kept:
             os.replace(path, kept)
+            # the copy kept gets no more permission than the new file: a script holding secrets made 0700 does not
+            # leave its 0755 former self readable beside it
+            os.chmod(kept, os.stat(kept).st_mode & mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
