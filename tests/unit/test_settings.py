@@ -96,3 +96,15 @@ def test_the_train_stage_refuses_a_misspelt_setting_before_anything(tmp_path):
     assert task == "Common | Refuse a setting no stage reads (a misspelt one would be silently ignored)"
     assert "did you mean grpo_train_overrides?" in msg
     assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made
+
+
+@pytest.mark.parametrize("url, sha", [("http://mirror.example/verl.tar.gz", "a" * 64),
+                                      ("https://mirror.example/verl.tar.gz", "")])
+def test_a_tarball_url_needs_https_and_its_sha256(tmp_path, url, sha):
+    done = run_role(tmp_path, "deps_pinning", {"deps_pinning_verl_source": "tarball", "deps_pinning_verl_tarball": url,
+                                               "deps_pinning_verl_tarball_sha256": sha})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Check the source settings"
+    assert "a tarball URL must be https:// with deps_pinning_verl_tarball_sha256 set" in msg
+    assert os.listdir(tmp_path) == ["deps_pinning.yml"]  # nothing made

@@ -239,3 +239,43 @@ def test_module_proves_and_refuses(repo, check):
     assert "deps_pinning_verl_tarball: %s (downloaded from https://example.com/v.tar.gz)" % path in msg
     assert repo["first"] in msg and repo["second"] in msg
     assert msg.endswith("Delete %s to download it again. %s" % (path, NOTHING_DONE))
+
+
+def _tarball_with(tmp_path, *members):
+    """A .tar.gz of verl/ (so it would otherwise pass) plus ``members``: (TarInfo, data or None)."""
+    path = tmp_path / "crafted.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        init = tarfile.TarInfo("verl/verl/__init__.py")
+        tar.addfile(init, io.BytesIO(b""))
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _member(name, kind=tarfile.REGTYPE, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info, (b"" if kind == tarfile.REGTYPE else None)
+
+
+@pytest.mark.parametrize("name, kind, link, why", [
+    ("/etc/cron.d/x", tarfile.REGTYPE, "", "its name leaves the folder"),
+    ("verl/../../x", tarfile.REGTYPE, "", "its name leaves the folder"),
+    ("verl/out", tarfile.SYMTYPE, "/etc", "a link to an absolute path"),
+    ("verl/verl/up", tarfile.SYMTYPE, "../../../root", "a link that leads out of the folder"),
+    ("verl/hard", tarfile.LNKTYPE, "../x", "a link that leads out of the folder"),
+    ("verl/dev/sda", tarfile.BLKTYPE, "", "a device or FIFO"),
+    ("verl/fifo", tarfile.FIFOTYPE, "", "a device or FIFO"),
+])
+def test_a_member_that_would_land_outside_or_is_a_device_is_refused(tmp_path, name, kind, link, why):
+    path = _tarball_with(tmp_path, _member(name, kind, link))
+    with pytest.raises(source.TarballError) as err:
+        source.read_tarball(str(path))
+    assert "%s (%s)" % (name, why) in str(err.value) and NOTHING_DONE in str(err.value)
+    assert "deps_pinning_verl_tarball" in str(err.value)
+
+
+def test_links_inside_the_tree_pass(tmp_path):
+    path = _tarball_with(tmp_path, _member("verl/docs/README", tarfile.SYMTYPE, "../README.md"),
+                         _member("verl/verl/same", tarfile.LNKTYPE, "verl/verl/__init__.py"))
+    assert source.read_tarball(str(path))["entries"] == 3

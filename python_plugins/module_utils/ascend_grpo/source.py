@@ -71,6 +71,32 @@ def _nothing_done(path, origin):
     return ("Delete %s to download it again. " % path if origin else "") + NOTHING_DONE
 
 
+def member_problem(member):
+    """Why one tar member must not be unpacked (None when it may): a name that is absolute or climbs out with
+    '..', a link whose target leaves the tree, a device, a FIFO."""
+    parts = member.name.split("/")
+    if member.name.startswith("/") or ".." in parts:
+        return "its name leaves the folder"
+    if member.ischr() or member.isblk() or member.isfifo():
+        return "a device or FIFO"
+    if member.issym() or member.islnk():
+        target = member.linkname
+        if target.startswith("/"):
+            return "a link to an absolute path"
+        base = parts[:-1] if member.issym() else []
+        depth = 0
+        for part in base + target.split("/"):
+            if part == "..":
+                depth -= 1
+                if depth < 0:
+                    return "a link that leads out of the folder"
+            elif part not in ("", "."):
+                depth += 1
+    elif not (member.isfile() or member.isdir()):
+        return "not a file, folder or link"
+    return None
+
+
 def read_tarball(path, origin=None):
     """Read a .tar.gz as a stream: ``{commit, comment, sha256, entries, strip_components}``.
 
@@ -99,17 +125,25 @@ def read_tarball(path, origin=None):
                                % (where, PATH_SETTING, done))
         handle.seek(0)
         reader = _HashingReader(handle)
-        names = []
+        names, unsafe = [], []
         try:
             with tarfile.open(fileobj=reader, mode="r|gz") as tar:
                 # Stream mode: each member's data is skipped by reading through it, never written.
                 for member in tar:
                     names.append(member.name)
+                    why = member_problem(member)
+                    if why:
+                        unsafe.append("%s (%s)" % (member.name, why))
                 comment = tar.pax_headers.get("comment")
         except (tarfile.TarError, EOFError, OSError, UnicodeError, ValueError) as err:
             raise TarballError("%s is not a complete .tar.gz (%s: %s). Set %s to an intact tarball of verl's "
                                "source. %s" % (where, type(err).__name__, err, PATH_SETTING, done))
         sha256 = reader.drain()
+    if unsafe:
+        raise TarballError("%s holds %d member(s) that would land outside the source folder or are not plain files, "
+                           "folders or links inside it: %s. A source tarball never does: set %s to verl's own "
+                           "(git archive --format=tar.gz). %s" % (where, len(unsafe), "; ".join(unsafe[:5]),
+                                                                   PATH_SETTING, done))
     commit = comment.strip().lower() if comment else None
     if commit is not None and not _COMMIT.match(commit):
         commit = None
