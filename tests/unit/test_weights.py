@@ -259,3 +259,26 @@ def test_check_cli_runs_from_the_files_the_assets_stage_ships(tmp_path):
     (src / "config.json").unlink()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
     assert done.returncode == 1 and "no config.json" in done.stdout
+
+
+@pytest.mark.parametrize("hostile", ["../../x.json", "/etc/cron.d/x.json", "sub/../../x.json", "a\\..\\x.json"])
+def test_a_hub_file_name_that_leaves_the_model_folder_is_refused(hub_root, tmp_path, monkeypatch, hostile):
+    """The issue's: a mirror lists "../../x.json", which *.json matches; joined to the model folder it would be
+    deleted and written outside it."""
+    import fakehub
+
+    real_info = fakehub.Repo.info
+
+    def info(self):
+        out = real_info(self)
+        out["siblings"].append({"rfilename": hostile, "size": 2, "blobId": "0" * 40})
+        return out
+
+    monkeypatch.setattr(fakehub.Repo, "info", info)
+    dest = tmp_path / "models" / "tiny"
+    with FakeHub(str(hub_root)) as hub:
+        with pytest.raises(weights.WeightsError) as err:
+            weights.plan(_spec(dest, hub.url))
+    assert err.value.field == "repo" and repr(hostile) in str(err.value)
+    assert "names files that would land outside the model folder" in str(err.value)
+    assert not dest.exists() and sorted(os.listdir(tmp_path)) == ["hub"]

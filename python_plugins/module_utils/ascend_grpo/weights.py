@@ -89,6 +89,16 @@ def folder_problems(path):
     return problems
 
 
+def safe_name(name):
+    """Whether a file name from a hub stays inside the folder it is joined to: relative, in normal form (no '..',
+    no '.', no empty part), '/' as its only separator, no control character."""
+    import posixpath
+
+    return (isinstance(name, str) and bool(name) and not name.startswith("/") and "\\" not in name
+            and posixpath.normpath(name) == name and ".." not in name.split("/")
+            and not any(ord(c) < 32 or ord(c) == 127 for c in name))
+
+
 def _selected(names, allow):
     return sorted(n for n in names if any(fnmatch.fnmatch(n, pattern) for pattern in allow))
 
@@ -161,6 +171,14 @@ def plan(spec):
             spec["repo"], revision=spec.get("revision") or None, files_metadata=True)
     except Exception as err:  # pylint: disable=broad-except  # every hub failure is reported with its setting
         raise _hub_error(err, spec) from err
+    outside = sorted(x.rfilename for x in info.siblings if not safe_name(x.rfilename))
+    if outside:
+        # a hub or a mirror names the files: "../../x.json" matches *.json, and joined to the model folder it
+        # would be deleted and written outside it
+        raise WeightsError("repo", "%s@%s, as %s lists it, names files that would land outside the model folder: %s."
+                           " Nothing was fetched: check assets_hub_endpoint (the mirror) and the repository"
+                           % (spec["repo"], spec.get("revision"), spec.get("endpoint") or "the hub",
+                              ", ".join(repr(n) for n in outside[:5])))
     files = {s.rfilename: s.size for s in info.siblings if s.rfilename in _selected(
         [x.rfilename for x in info.siblings], allow)}
     if not any(n.endswith(".safetensors") for n in files):
