@@ -88,7 +88,8 @@ def test_verl_commit_that_does_not_exist(env):
     subprocess.run(["git", "-C", str(mirror), "add", "README"], check=True)
     subprocess.run(["git", "-C", str(mirror), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
                    check=True)
-    # A tree from another source, with a user's edit, is there: it must be moved aside, not lost.
+    # A tree from another source, with a user's edit, is there: the new source is fetched and proven first, so
+    # a commit that is not there leaves that tree where it is, untouched.
     (workspace / ".grpo").mkdir(exist_ok=True)
     (workspace / ".grpo" / "verl-source.json").write_text('{"kind": "registry", "release": "0.5.0"}')
     (workspace / "verl" / "verl").mkdir(parents=True, exist_ok=True)
@@ -96,10 +97,12 @@ def test_verl_commit_that_does_not_exist(env):
     ghost = "0123456789abcdef0123456789abcdef01234567"
     result = deps({"deps_pinning_verl_source": "git", "deps_pinning_verl_repo": "/data/grpo/verl-mirror",
                    "deps_pinning_verl_version": ghost})
-    refused(result, name, "Cannot check out verl commit %s from /data/grpo/verl-mirror" % ghost,
-            "deps_pinning_verl_version")
-    kept = list(workspace.glob("verl.replaced-*/verl/my_edit.py"))
-    assert len(kept) == 1 and kept[0].read_text() == "# mine\n"
+    assert result.returncode != 0 and nothing_installed(name)
+    message = result.failed[-1][2]  # the refusal's own message, whole (the console wraps long lines)
+    assert ("The verl source changed (deps_pinning_verl_source is git at %s from /data/grpo/verl-mirror; the "
+            "workspace holds registry 0.5.0)" % ghost) in message and "exactly as they were" in message, message
+    assert (workspace / "verl" / "verl" / "my_edit.py").read_text() == "# mine\n"
+    assert not list(workspace.glob("verl.replaced-*")) and not (workspace / "verl.incoming").exists()
 
 
 def test_short_commit_is_refused(env):
