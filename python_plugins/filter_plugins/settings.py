@@ -21,6 +21,16 @@ def shell_exports(mapping):
         raise AnsibleFilterError(str(err)) from None
 
 
+def shell_word(value):
+    """``{{ value | shell_word }}``: one quoted shell word (as quote), a NUL byte refused."""
+    from ansible.errors import AnsibleFilterError
+
+    try:
+        return settings.shell_word(value)
+    except ValueError as err:
+        raise AnsibleFilterError(str(err)) from None
+
+
 def shell_comment(text):
     """``{{ value | shell_comment }}``: a value safe on a comment line (no newline can end the comment)."""
     return settings.shell_comment(text)
@@ -43,4 +53,5 @@ def unknown_settings(names):
 class FilterModule:
     def filters(self):
         return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment,
+                "shell_word": shell_word,
                 "unknown_settings": unknown_settings}

@@ -130,8 +130,19 @@ def shell_exports(mapping):
         raise ValueError("%r is not an environment variable name (letters, digits and '_', not starting with a "
                          "digit): it is not written into the script" % (bad[0],))
     # ordered as Jinja's dictsort orders them (case-insensitively), so scripts render as before
-    return "\n".join("export %s=%s" % (key, shlex.quote(str(mapping[key])))
+    return "\n".join("export %s=%s" % (key, shell_word(mapping[key], "the value of " + key))
                      for key in sorted(mapping, key=str.lower))
+
+
+def shell_word(value, what="a value"):
+    """``value`` as one shell word (shlex.quote, as Ansible's quote filter), refusing a NUL byte: no script, command
+    line or environment variable can hold one, and bash would silently cut the word there."""
+    import shlex
+
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError("%s holds a NUL byte (%r...): it is not written into the script" % (what, text[:40]))
+    return shlex.quote(text)
 
 
 def shell_comment(text):
