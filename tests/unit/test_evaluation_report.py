@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from ascend_grpo import evaluation, pins
+from ascend_grpo import evaluation, pins, settings
 
 _SPEC = importlib.util.spec_from_file_location(
     "eval_filters", os.path.join(ROOT, "python_plugins", "filter_plugins", "evaluation.py"))
@@ -124,9 +124,9 @@ def test_python_literal_round_trips(value):
 def test_opencompass_config_renders_as_python():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "templates")), undefined=jinja2.StrictUndefined)
     env.filters.update(python_literal=eval_filters.python_literal, dirname=os.path.dirname,
-                       basename=os.path.basename)
+                       basename=os.path.basename, shell_comment=settings.shell_comment)
     text = env.get_template("opencompass_eval.py.j2").render(
-        _grpo_eval_model={"name": "trained", "model_dir": "/data/grpo/models/merged/p/e's/global_step_2"},
+        _grpo_eval_model={"name": "trained\nimport os  # a name's newline stays in the comment", "model_dir": "/data/grpo/models/merged/p/e's/global_step_2"},
         grpo_eval_assets={"math_json": "/data/grpo/data/math/math.json"},
         grpo_eval_settings={"model_kwargs": {"device_map": "cpu"}, "generation_kwargs": {"do_sample": False},
                             "num_gpus": 0},
@@ -136,6 +136,7 @@ def test_opencompass_config_renders_as_python():
     assert "test_range='[0:8]'" in text and "max_out_len=16" in text
     assert "path=\"/data/grpo/models/merged/p/e's/global_step_2\"" in text
     assert {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets} == {"datasets", "models"}
+    assert not [node for node in tree.body if isinstance(node, ast.Import)]
 
 
 # --- the OpenCompass venv profiles -------------------------------------------------------------------------------
