@@ -108,3 +108,23 @@ def test_a_tarball_url_needs_https_and_its_sha256(tmp_path, url, sha):
     assert task == "Preflight | Check the source settings"
     assert "a tarball URL must be https:// with deps_pinning_verl_tarball_sha256 set" in msg
     assert os.listdir(tmp_path) == ["deps_pinning.yml"]  # nothing made
+
+
+def test_an_experiment_name_with_a_final_newline_is_refused_before_anything(tmp_path):
+    """The issue's: `grpo_train_experiment: "qwen\\n"` trained in a folder whose name ended in a newline."""
+    done = run_role(tmp_path, "grpo_train", {"grpo_train_experiment": "qwen\n"})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Check the settings that become names, paths, environment variables and counts"
+    assert "grpo_train_experiment ('qwen\\n') becomes a folder name" in msg
+    assert os.listdir(tmp_path) == ["grpo_train.yml"]
+
+
+def test_an_index_url_that_is_no_url_is_refused_even_with_nothing_to_install(tmp_path):
+    done = run_role(tmp_path, "deps_pinning", {"deps_pinning_index_url": "not a url"})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Check the index URLs"
+    assert msg == ("deps_pinning_index_url (not a url) is not an index URL: give https://host/simple (or "
+                   "file:///path for a local one)")
+    assert os.listdir(tmp_path) == ["deps_pinning.yml"]
