@@ -52,7 +52,15 @@ demo-multi: venv
 # while they run, and molecule's Docker-engine restart drill takes it exclusively (it waits for them, not a clock).
 ENGINE_LOCK ?= /var/tmp/grpo-engine.lock
 export GRPO_ENGINE_LOCK := $(ENGINE_LOCK)
-test: lint unit sim-image
+test: test-venv
+	@echo "== lint beside the unit tests (lint takes one core, pytest two processes; lint's output follows theirs)"
+	@set +e; mkdir -p .test-logs; \
+	$(MAKE) --no-print-directory lint >.test-logs/lint.log 2>&1 & lpid=$$!; \
+	$(MAKE) --no-print-directory unit; urc=$$?; \
+	wait $$lpid; lrc=$$?; cat .test-logs/lint.log; \
+	echo "== lint: exit status $$lrc; the unit tests: exit status $$urc"; \
+	test $$urc -eq 0 && test $$lrc -eq 0
+	@$(MAKE) --no-print-directory sim-image
 	@mkdir -p .test-logs
 	@echo "== the integration tests, beside molecule (their output: .test-logs/integration.log, printed at the end)"
 	@set +e; exec 9>"$(ENGINE_LOCK)"; flock -s 9; \

@@ -5,8 +5,8 @@ Budgets (on this project's 2-core, 24 GiB machine): `make test` at most 30 minut
 cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh machine (cold: nothing cached, the
 test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
-It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), lint, the
-unit tests (two processes), the sim image, then the integration tests in the background beside each molecule
+It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), lint beside
+the unit tests (two processes), the sim image, then the integration tests in the background beside each molecule
 scenario step by step (molecule's own test sequence: destroy, syntax, create, converge, idempotence, verify,
 destroy), as `make test` runs them side by side (the integration tests hold the engine lock the restart drill
 waits for). It prints each phase's time, the integration tests' own time beside molecule's, the total (wall time)
@@ -46,16 +46,18 @@ def sim_image():
 
 
 def phases(check):
-    """(name, argv) in `make test`'s order; the integration tests are the one phase run beside the next ones."""
+    """(name, argv) in `make test`'s order. A name ending "(beside ...)" runs in the background beside the next
+    phases (lint beside the unit tests; the integration tests beside molecule); "join NAME" waits for it."""
     make = ["make", "--no-print-directory"]
-    rows = [("venv", make + ["test-venv"]), ("lint", make + ["lint"]), ("unit", make + ["unit"])]
-    if check:
-        return rows
-    rows += [("sim-image", make + ["sim-image"]), ("integration (beside molecule)", make + ["integration"])]
+    if check:  # make check: lint, then the unit tests
+        return [("venv", make + ["test-venv"]), ("lint", make + ["lint"]), ("unit", make + ["unit"])]
+    rows = [("venv", make + ["test-venv"]), ("lint (beside unit)", make + ["lint"]), ("unit", make + ["unit"]),
+            ("join lint", None), ("sim-image", make + ["sim-image"]),
+            ("integration (beside molecule)", make + ["integration"])]
     for scenario in ("default", "multinode"):
         rows += [("molecule %s %s" % (scenario, step), [os.path.join(VENV_BIN, "molecule"), step, "-s", scenario])
                  for step in SCENARIO_STEPS]
-    return rows
+    return rows + [("join integration", None)]
 
 
 def forget_everything():
@@ -77,6 +79,20 @@ def _note_end(proc, ended):
     ended["at"] = time.perf_counter()
 
 
+def _join(job, rows):
+    """Wait for a background phase; its row, and 1 when it failed (its log's end printed)."""
+    name, start, proc, waiter, ended, path = job
+    code = proc.wait()
+    waiter.join()
+    rows.append({"phase": name, "seconds": round(ended["at"] - start, 1), "beside": True})
+    print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
+    if code != 0:
+        with open(path, encoding="utf-8") as handle:
+            print(handle.read()[-6000:], file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv):
     cold, check = "--cold" in argv, "--check" in argv
     json_file = argv[argv.index("--json") + 1] if "--json" in argv else None
@@ -88,24 +104,36 @@ def main(argv):
     os.makedirs(os.path.join(ROOT, ".test-logs"), exist_ok=True)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
-    rows, status, beside = [], 0, None
+    rows, status, beside = [], 0, {}
     began = time.perf_counter()
     for name, command in phases(check):
+        if name.startswith("join "):
+            key = name[len("join "):]
+            if key in beside:
+                status = _join(beside.pop(key), rows) or status
+            if status:
+                break
+            continue
         if only and not any(name.startswith(o) for o in only):
             continue
-        if name.startswith("integration"):
-            # as `make test`: in the background, holding the engine lock shared (the restart drill waits for it)
-            lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
-            fcntl.flock(lock, fcntl.LOCK_SH)
-            log = open(os.path.join(ROOT, ".test-logs", "integration.log"), "w", encoding="utf-8")
-            proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    pass_fds=(lock.fileno(),))
-            lock.close()
-            # its own time is when it ends, not when molecule's last step does: a thread waits for it
+        if "(beside" in name:
+            key = name.split(" (")[0]
+            lock = None
+            if key == "integration":
+                # as `make test`: holding the engine lock shared (molecule's restart drill waits for it)
+                lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
+                fcntl.flock(lock, fcntl.LOCK_SH)
+            path = os.path.join(ROOT, ".test-logs", key + ".log")
+            with open(path, "w", encoding="utf-8") as log:
+                proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        pass_fds=(lock.fileno(),) if lock else ())
+            if lock:
+                lock.close()
+            # its own time is when it ends, not when the phase that joins it does: a thread waits for it
             ended = {}
             waiter = threading.Thread(target=_note_end, args=(proc, ended), daemon=True)
             waiter.start()
-            beside = (name, time.perf_counter(), proc, waiter, ended)
+            beside[key] = (name, time.perf_counter(), proc, waiter, ended, path)
             continue
         start = time.perf_counter()
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -116,16 +144,8 @@ def main(argv):
             print((proc.stdout + proc.stderr)[-6000:], file=sys.stderr)
             status = 1
             break
-    if beside:
-        name, start, proc, waiter, ended = beside
-        code = proc.wait()
-        waiter.join()
-        rows.append({"phase": name, "seconds": round(ended["at"] - start, 1), "beside": True})
-        print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
-        if code != 0:
-            with open(os.path.join(ROOT, ".test-logs", "integration.log"), encoding="utf-8") as handle:
-                print(handle.read()[-6000:], file=sys.stderr)
-            status = status or 1
+    for job in beside.values():  # a run stopped early: still wait for what runs beside
+        status = _join(job, rows) or status
     total = time.perf_counter() - began
     print()
     print("%s, %s (%s host)" % ("make check" if check else "make test", datetime.date.today().isoformat(),
@@ -134,7 +154,7 @@ def main(argv):
     for row in rows:
         print("%-34s %7.0f %5.0f%% %17.0f%%%s" % (row["phase"], row["seconds"], 100 * row["seconds"] / (total or 1),
                                                  100 * row["seconds"] / budget,
-                                                 "  (beside molecule: not added)" if row.get("beside") else ""))
+                                                 "  (beside: not added)" if row.get("beside") else ""))
     print("%-34s %7.0f  = %.1f min, budget %d min%s" % ("total (wall time)", total, total / 60, MINUTES[kind],
                                                        "" if total <= budget else "  OVER BUDGET"))
     if json_file:
