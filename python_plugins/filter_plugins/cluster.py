@@ -59,6 +59,11 @@ def ray_port_plan(settings, dashboard="loopback", options=None):
         raise AnsibleFilterError(str(err)) from None
 
 
+def ray_port_settings(_ignored=None):
+    """``{{ none | ray_port_settings }}``: the names of the port settings, in the plan's order."""
+    return list(firewall.SETTING_NAMES)
+
+
 def ray_port_options(rows, role):
     """``{{ ray_cluster_ports | ray_port_options('head') }}``: ray start's options for the pinned ports."""
     return firewall.start_options(rows, role)
@@ -99,5 +104,5 @@ class FilterModule:
         return {"cluster_plan": cluster_plan, "cluster_nodes_plan": cluster_nodes_plan, "ray_start_argv": ray_start_argv, "cluster_node_env": cluster_node_env,
                 "stack_drift": stack_drift, "token_auth_supported": token_auth_supported,
                 "cluster_nodes_summary": cluster_nodes_summary, "ray_port_plan": ray_port_plan,
-                "ray_port_options": ray_port_options, "ray_port_env": ray_port_env, "ray_node_ports": ray_node_ports,
+                "ray_port_options": ray_port_options, "ray_port_settings": ray_port_settings, "ray_port_env": ray_port_env, "ray_node_ports": ray_node_ports,
                 "ray_port_clashes": ray_port_clashes, "ray_port_record": ray_port_record, "ray_protections": ray_protections}

@@ -20,29 +20,24 @@ TABLE = "grpo_ray"
 # metrics ports at random; the two metrics ports of the head's monitor and dashboard are fixed (44217, 44227) and
 # only their environment variables move them. The worker range is two settings, one option each.
 PORT_SETTINGS = (
-    ("ray_cluster_port", "--port", "head"),
-    ("ray_cluster_client_port", "--ray-client-server-port", "head"),
-    ("ray_cluster_dashboard_port", "--dashboard-port", "head"),
-    ("ray_cluster_dashboard_grpc_port", "--dashboard-grpc-port", "head"),
-    ("ray_cluster_dashboard_metrics_port", "DASHBOARD_METRIC_PORT", "head"),
-    ("ray_cluster_autoscaler_metrics_port", "AUTOSCALER_METRIC_PORT", "head"),
-    ("ray_cluster_node_manager_port", "--node-manager-port", "all"),
-    ("ray_cluster_object_manager_port", "--object-manager-port", "all"),
-    ("ray_cluster_agent_port", "--dashboard-agent-listen-port", "all"),
-    ("ray_cluster_agent_grpc_port", "--dashboard-agent-grpc-port", "all"),
-    ("ray_cluster_runtime_env_agent_port", "--runtime-env-agent-port", "all"),
-    ("ray_cluster_metrics_export_port", "--metrics-export-port", "all"),
+    ("ray_cluster_port", "--port", "head", 6379),
+    ("ray_cluster_client_port", "--ray-client-server-port", "head", 10001),
+    ("ray_cluster_dashboard_port", "--dashboard-port", "head", 8265),
+    ("ray_cluster_dashboard_grpc_port", "--dashboard-grpc-port", "head", 8266),
+    ("ray_cluster_dashboard_metrics_port", "DASHBOARD_METRIC_PORT", "head", 44227),
+    ("ray_cluster_autoscaler_metrics_port", "AUTOSCALER_METRIC_PORT", "head", 44217),
+    ("ray_cluster_node_manager_port", "--node-manager-port", "all", 6380),
+    ("ray_cluster_object_manager_port", "--object-manager-port", "all", 6381),
+    ("ray_cluster_agent_port", "--dashboard-agent-listen-port", "all", 52365),
+    ("ray_cluster_agent_grpc_port", "--dashboard-agent-grpc-port", "all", 52366),
+    ("ray_cluster_runtime_env_agent_port", "--runtime-env-agent-port", "all", 52367),
+    ("ray_cluster_metrics_export_port", "--metrics-export-port", "all", 52368),
 )
-WORKER_SETTINGS = ("ray_cluster_min_worker_port", "ray_cluster_max_worker_port")
-DEFAULTS = {
-    "ray_cluster_port": 6379, "ray_cluster_client_port": 10001, "ray_cluster_dashboard_port": 8265,
-    "ray_cluster_dashboard_grpc_port": 8266, "ray_cluster_dashboard_metrics_port": 44227,
-    "ray_cluster_autoscaler_metrics_port": 44217,
-    "ray_cluster_node_manager_port": 6380, "ray_cluster_object_manager_port": 6381,
-    "ray_cluster_agent_port": 52365, "ray_cluster_agent_grpc_port": 52366,
-    "ray_cluster_runtime_env_agent_port": 52367, "ray_cluster_metrics_export_port": 52368,
-    "ray_cluster_min_worker_port": 10002, "ray_cluster_max_worker_port": 19999,
-}
+WORKER_SETTINGS = (("ray_cluster_min_worker_port", 10002), ("ray_cluster_max_worker_port", 19999))
+# Ray's own defaults where it has them; the role's defaults/main.yml sets the same values (the role passes every
+# setting, so these count only for a caller that leaves one out).
+DEFAULTS = dict([(row[0], row[3]) for row in PORT_SETTINGS] + list(WORKER_SETTINGS))
+SETTING_NAMES = tuple(DEFAULTS)
 DASHBOARD_SETTINGS = ("ray_cluster_dashboard_port", "ray_cluster_dashboard_grpc_port", "ray_cluster_dashboard_metrics_port")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -74,14 +69,14 @@ def port_plan(settings, dashboard="loopback", options=None):
     values = dict(DEFAULTS)
     values.update({k: v for k, v in (settings or {}).items() if v is not None and v != ""})
     rows = []
-    for setting, option, nodes in PORT_SETTINGS:
+    for setting, option, nodes, _default in PORT_SETTINGS:
         if setting in DASHBOARD_SETTINGS and dashboard == "off":
             continue
         if options is not None and option.startswith("--") and option not in options:
             continue
         port = _port(setting, values[setting])
         rows.append({"setting": setting, "option": option, "nodes": nodes, "first": port, "last": port})
-    low, high = (_port(s, values[s]) for s in WORKER_SETTINGS)
+    low, high = (_port(s, values[s]) for s, _default in WORKER_SETTINGS)
     if high < low + 15:
         raise FirewallError("ray_cluster_min_worker_port is %d and ray_cluster_max_worker_port %d: the range must "
                             "hold at least 16 ports (every Ray worker process takes one)" % (low, high))
