@@ -48,3 +48,19 @@ def test_an_unreachable_new_source_leaves_the_workspace_as_it_was(tmp_path):
         {k: v for k, v in before.items() if not k.startswith(mine)}
     assert after[".grpo/verl-source.json"] == before[".grpo/verl-source.json"]
     assert not [n for n in os.listdir(ws) if n.startswith("verl.")]
+
+
+def test_an_unreachable_repository_on_a_fresh_workspace_is_named_with_the_setting(tmp_path):
+    """No tree yet and the git source cannot be had: the refusal names the settings (it used to pass the clone's
+    check, failed_when clearing its failure, and stop on git's own "cannot change to .../verl")."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    done = run_role(tmp_path, "deps_pinning", {
+        "grpo_workspace": str(ws), "deps_pinning_verl_source": "git", "deps_pinning_verl_version": COMMIT,
+        "deps_pinning_verl_repo": "file://%s/no-such-repo.git" % tmp_path})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Source | Require the checkout", done.failed
+    assert "Cannot check out verl commit %s from file://%s/no-such-repo.git" % (COMMIT, tmp_path) in msg
+    assert "deps_pinning_verl_repo" in msg and "Nothing was installed" in msg
+    assert not (ws / "verl").exists()
