@@ -82,7 +82,7 @@ def test_unhealthy_card(run, tmp_path):
 
 
 @pytest.mark.parametrize("extra, needle", [
-    ({"npu_container_shm_size": "eight gigs"}, "npu_container_shm_size a size such as 8g"),
+    ({"npu_container_shm_size": "eight gigs"}, "npu_container_shm_size ('eight gigs') must be a size"),
     ({"npu_container_visible_devices": []}, "npu_container_visible_devices must be a non-empty list"),
     ({"npu_container_visible_devices": [0, 0]}, "distinct card numbers"),
     ({"npu_container_visible_devices": "zero"}, "npu_container_visible_devices"),

@@ -124,11 +124,11 @@ def test_a_profile_files_env_key_that_is_a_command_is_refused_naming_the_file(tm
 
 @pytest.mark.parametrize("entry, what", [
     ("/var/run/docker.sock:/var/run/docker.sock", "the Docker socket"),  # the issue's
-    ("/:/host", "the Docker socket"),  # the issue's: the host's root holds all of them
+    ("/:/host", "/ (which holds the Docker socket)"),  # the issue's: the host's root holds all of them
     ("/run/docker.sock:/d.sock:ro", "the Docker socket"),
     ("/var/lib/docker/volumes:/v", "/var/lib/docker"),
-    ("/var:/v", "the Docker socket"),
-    ("/var/lib:/v", "/var/lib/docker"),
+    ("/var:/v", "/var (which holds the Docker socket)"),
+    ("/var/lib:/v", "/var/lib (which holds /var/lib/docker)"),
     ("/root/.ssh:/keys", "/root"),
     ("/etc/:/hostetc:ro", "/etc"),
 ])

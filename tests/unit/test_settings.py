@@ -31,6 +31,11 @@ def test_workspace_subfolders_pass(value):
     assert settings.subpath_problem("npu_container_stack_venv", value) is None
 
 
+# the first preflight task of each stage, which checks every setting of it
+TRAIN_CHECK = "Preflight | Check every setting of the stage (names, paths, environment variables, profiles, counts)"
+CONTAINER_CHECK = "Preflight | Check every setting of the stage (names, paths, environment variables, mounts)"
+DEPS_CHECK = "Preflight | Check every setting of the stage (the index URLs, the verl source, paths, names)"
+
 def test_env_names_and_counts():
     assert settings.env_problems("npu_container_env", {"1BAD": "x", "OK_1": "y", "_X": "z", "A-B": "w"}) == [
         "npu_container_env: '1BAD' is not an environment variable name: use letters, digits and '_', not starting "
@@ -54,7 +59,7 @@ def test_the_train_stage_refuses_them_before_it_reads_anything(tmp_path):
                                              "grpo_train_dir": "/data/grpo/runs/x\ntouch /tmp/pwned-grpo #"})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Preflight | Check the settings that become names, paths, environment variables and counts"
+    assert task == TRAIN_CHECK
     for words in ("grpo_train_experiment ('../../escape') becomes a folder name", "grpo_train_env: '1BAD'",
                   "grpo_train_wait_minutes (-5) must be a whole number",
                   "grpo_train_dir ('/data/grpo/runs/x\\ntouch /tmp/pwned-grpo #') holds a control character",
@@ -70,7 +75,7 @@ def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_ho
         "npu_container_workspace_host": str(tmp_path / "ws")})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Preflight | Check the settings that become names, environment variables, mounts and counts"
+    assert task == CONTAINER_CHECK
     assert "npu_container_extra_volumes: '/var/run/docker.sock:/var/run/docker.sock' mounts the Docker socket" in msg
     assert os.listdir(tmp_path) == ["npu_container.yml"]  # nothing made
 
@@ -115,7 +120,7 @@ def test_an_experiment_name_with_a_final_newline_is_refused_before_anything(tmp_
     done = run_role(tmp_path, "grpo_train", {"grpo_train_experiment": "qwen\n"})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Preflight | Check the settings that become names, paths, environment variables and counts"
+    assert task == TRAIN_CHECK
     assert "grpo_train_experiment ('qwen\\n') becomes a folder name" in msg
     assert os.listdir(tmp_path) == ["grpo_train.yml"]
 
@@ -124,7 +129,7 @@ def test_an_index_url_that_is_no_url_is_refused_even_with_nothing_to_install(tmp
     done = run_role(tmp_path, "deps_pinning", {"deps_pinning_index_url": "not a url"})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Preflight | Check the index URLs"
+    assert task == DEPS_CHECK
     assert msg == ("deps_pinning_index_url (not a url) is not an index URL: give https://host/simple (or "
                    "file:///path for a local one)")
     assert os.listdir(tmp_path) == ["deps_pinning.yml"]

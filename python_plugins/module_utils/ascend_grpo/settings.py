@@ -9,7 +9,15 @@
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
-  joined by ``/``; empty means the setting is off.
+  joined by ``/``; empty means the setting is off;
+- ``endpoint`` (a hub mirror), ``git`` (a repository), ``source`` (a file or its URL), ``file`` (read on the
+  controller), ``profile`` (a name or a profile file), ``ref``, ``repo``, ``host``, ``image``, ``command``,
+  ``identifier``, ``requirement``, ``size``, ``sha256``: each what its name says, matched whole; ``text``: one line of
+  free text; ``secret``: one line, never shown in a problem.
+
+Every string setting of every role is checked by one of these in its stage's first preflight task (a test walks
+the argument specs and fails on one that is not). ``kind?`` lets an empty value (the setting off) by; ``kind[]``
+checks each entry of a list.
 
 Standard library only (the controller's filters use it).
 """
@@ -64,6 +72,7 @@ def path_problem(setting, value):
 # unless read-only (a CA bundle mounted :ro is fine).
 _HOST_ACCESS = ("/var/run/docker.sock", "/run/docker.sock", "/var/lib/docker", "/etc", "/root")
 _READ_ONLY_BELOW = ("/etc", "/root")
+_MOUNT = re.compile(r"/[^:\x00-\x1f\x7f]*:/[^:\x00-\x1f\x7f]*(:(ro|rw))?")
 
 
 def mount_problems(setting, volumes, allow_host_access=False):
@@ -72,10 +81,13 @@ def mount_problems(setting, volumes, allow_host_access=False):
     Docker's data (or writable inside /etc and /root). ``allow_host_access`` (a setting of its own) lets them by."""
     import posixpath
 
-    if allow_host_access:
-        return []
-    out = []
-    for entry in volumes or []:
+    if not isinstance(volumes, list):
+        return ["%s is a list of /host:/container[:ro] entries, not %r" % (setting, volumes)]
+    out = ["%s: %r is not a mount: give /host/path:/container/path, with :ro for read-only" % (setting, entry)
+           for entry in volumes if not (isinstance(entry, str) and _MOUNT.fullmatch(entry))]
+    if allow_host_access or out:
+        return out
+    for entry in volumes:
         parts = str(entry).split(":")
         source = posixpath.normpath(parts[0]) if parts[0].startswith("/") else parts[0]
         read_only = len(parts) > 2 and parts[2] == "ro"
@@ -87,8 +99,15 @@ def mount_problems(setting, volumes, allow_host_access=False):
         if danger:
             out.append("%s: %r mounts %s into the container, which gives it the host (root on it for anything in the "
                        "container): remove it, or set npu_container_allow_host_access: true if that is what you want"
-                       % (setting, entry, "the Docker socket" if danger.endswith("docker.sock") else danger))
+                       % (setting, entry, _what(source, danger)))
     return out
+
+
+def _what(source, danger):
+    """What a dangerous mount hands over: the Docker socket, or the folder (and what it holds)."""
+    named = "the Docker socket" if danger.endswith("docker.sock") else danger
+    return named if source in (danger, danger + "/") or source.startswith(danger + "/") else \
+        "%s (which holds %s)" % (source, named)
 
 
 def url_problem(setting, value):
@@ -151,34 +170,182 @@ def shell_comment(text):
     return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), str(text))
 
 
+def _pattern_problem(pattern, what, example):
+    def check(setting, value):
+        if isinstance(value, str) and pattern.fullmatch(value) and ".." not in value:
+            return None
+        return "%s (%r) must be %s, e.g. %s" % (setting, value, what, example)
+    return check
+
+
+def _text_problem(setting, value):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and not _CONTROL.search(str(value)):
+        return None
+    return "%s (%r) must be one line of text, without control characters (a newline, a tab...)" % (setting, value)
+
+
+def _secret_problem(setting, value):
+    # never shows the value: it is a password or a token
+    if isinstance(value, str) and not _CONTROL.search(value):
+        return None
+    return "%s must be one line without control characters (a newline, a tab...); its value is not shown" % setting
+
+
+def _file_problem(setting, value):
+    """A file the stage reads on the controller (a template, a profile of your own): any path, one line."""
+    if isinstance(value, str) and value and not _CONTROL.search(value):
+        return None
+    return "%s (%r) must be the path of a file, without control characters (a newline, a tab...)" % (setting, value)
+
+
+def _profile_problem(setting, value):
+    """A profile: a name of the role's profiles, or (with a '/') the path of a profile file of your own."""
+    if isinstance(value, str) and "/" in value:
+        return _file_problem(setting, value)
+    return None if name_problem(setting, value) is None else (
+        "%s (%r) must be a profile's name (letters, digits, '.', '_', '-') or the path of a profile file (with a '/')"
+        % (setting, value))
+
+
+def _source_problem(setting, value):
+    """A file or a URL to fetch it from (a tarball, a find-links location)."""
+    if isinstance(value, str) and "://" in value:
+        return _url_problem(setting, value, ("https", "http", "file"), "https://host/path (or file:///path)")
+    return path_problem(setting, value)
+
+
+def _url_problem(setting, value, schemes, example):
+    from urllib.parse import urlsplit
+
+    text = value if isinstance(value, str) else repr(value)
+    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    try:
+        parts = urlsplit(text)
+        ok = isinstance(value, str) and parts.scheme in schemes and (parts.hostname or parts.scheme == "file") \
+            and not _CONTROL.search(text) and " " not in text
+        if parts.scheme == "file" and not parts.path.startswith("/"):
+            ok = False
+    except ValueError:
+        ok = False
+    return None if ok else "%s (%s) is not a URL: give %s" % (setting, shown, example)
+
+
+def _git_problem(setting, value):
+    """A git repository: a URL (https, ssh, git, file), user@host:path, or an absolute path."""
+    if isinstance(value, str) and _SCP.fullmatch(value):
+        return None
+    if isinstance(value, str) and value.startswith("/"):
+        return path_problem(setting, value)
+    return _url_problem(setting, value, ("https", "http", "ssh", "git", "file"),
+                        "https://github.com/volcengine/verl.git (or git@host:path, or an absolute path)")
+
+
+def _size_problem(setting, value):
+    if isinstance(value, (str, int)) and not isinstance(value, bool) and _SIZE.fullmatch(str(value)):
+        return None
+    return "%s (%r) must be a size: a whole number with an optional unit b, k, m or g, e.g. 8g" % (setting, value)
+
+
+def _sha256_problem(setting, value):
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        return None
+    return "%s (%r) must be a sha256: 64 hexadecimal digits (sha256sum FILE prints it)" % (setting, value)
+
+
+_SCP = re.compile(r"[A-Za-z0-9_.-]+@[A-Za-z0-9.-]+:[A-Za-z0-9_.~/-]+")
+_SIZE = re.compile(r"[0-9]+[bkmgBKMG]?")
+_ONE = {
+    "name": name_problem,
+    "subpath": subpath_problem,
+    "path": path_problem,
+    "url": url_problem,
+    "endpoint": lambda setting, value: _url_problem(setting, value, ("https", "http"),
+                                                    "https://host (the hub mirror's address)"),
+    "git": _git_problem,
+    "source": _source_problem,
+    "file": _file_problem,
+    "profile": _profile_problem,
+    "text": _text_problem,
+    "secret": _secret_problem,
+    "size": _size_problem,
+    "sha256": _sha256_problem,
+    "count": lambda setting, value, minimum=0: count_problem(setting, value, minimum),
+    # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'
+    "ref": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,254}"),
+                            "a commit, branch, tag or release (letters, digits, '.', '_', '-', '+', '/')", "main"),
+    # a hub repository: owner/name
+    "repo": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?"),
+                             "a hub repository id, owner/name", "Qwen/Qwen2.5-1.5B-Instruct"),
+    # a host name or address (v4, v6), with a port after ':' where the setting takes one
+    "host": _pattern_problem(re.compile(r"[A-Za-z0-9:\[][A-Za-z0-9_.:%\[\]-]{0,252}"),
+                             "a host name or address (optionally :port)", "npu-a or 10.0.0.11"),
+    # a container image reference: [registry/]name[:tag][@digest]
+    "image": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}"),
+                              "an image reference, [registry/]name[:tag]", "quay.io/ascend/cann:8.2.rc1-910b"),
+    # a command: a name looked up in PATH, or an absolute path
+    "command": _pattern_problem(re.compile(r"[A-Za-z0-9_./+-]{1,255}"),
+                                "a command name or an absolute path", "python3 or /usr/bin/python3"),
+    # a Python name (a function the trainer calls)
+    "identifier": _pattern_problem(re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}"),
+                                   "a Python function name", "compute_score"),
+    # a pip requirement: a project name with optional extras and version specifiers
+    "requirement": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]*\])?"
+                                               r"( *(==|>=|<=|~=|!=|<|>) *[A-Za-z0-9.*+!_-]+ *,?)*"),
+                                    "a pip requirement", "modelscope==1.40.2"),
+}
+def _kwargs_problems(setting, value):
+    """Keyword arguments (written into a config as a Python literal): a mapping whose keys are Python names."""
+    if not isinstance(value, dict):
+        return ["%s is a mapping (name: value), not %r" % (setting, value)]
+    return ["%s: %r is not a Python name: use letters, digits and '_', not starting with a digit" % (setting, key)
+            for key in value if not (isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key))]
+
+
+def _resources_problems(setting, value):
+    """Ray resources: a mapping of resource names to amounts of at least 0."""
+    if not isinstance(value, dict):
+        return ["%s is a mapping of resource names to amounts (e.g. {NPU: 8}), not %r" % (setting, value)]
+    return ["%s: %r: a resource is a name (letters, digits, '_', '.', ':', '-') with an amount of at least 0"
+            % (setting, key) for key, amount in value.items()
+            if not (isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}", key))
+            or isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0]
+
+
+def _mapping_problems(setting, value):
+    """A nested mapping whose keys are checked where it is used (verl's configuration, for the overrides)."""
+    return [] if isinstance(value, dict) else ["%s is a mapping (e.g. {trainer: {total_epochs: 2}}), not %r"
+                                               % (setting, value)]
+
+
+_MANY = {"env": env_problems, "mounts": mount_problems, "kwargs": _kwargs_problems,
+         "resources": _resources_problems, "mapping": _mapping_problems}
+KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
+
+
 def problems(checks):
-    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum])."""
+    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum];
+    mounts: [kind, setting, value, allow_host_access]). A kind ending in ``?`` lets an empty value (the setting
+    off) by; ``[]`` checks each entry of a list (``urls`` is ``url[]``)."""
     out = []
     for check in checks:
-        kind, setting, value = check[0], check[1], check[2]
-        if kind == "name":
-            problem = name_problem(setting, value)
+        kind, setting, value, extra = check[0], check[1], check[2], list(check[3:])
+        kind = "url[]" if kind == "urls" else kind
+        optional, many = kind.endswith("?"), kind.rstrip("?").endswith("[]")
+        base = kind.rstrip("?")[:-2] if many else kind.rstrip("?")
+        if base not in _ONE and base not in _MANY:
+            raise ValueError("unknown setting check %r (one of %s, optionally with [] and ?)" % (kind,
+                                                                                               ", ".join(KINDS)))
+        if optional and value in ("", None, [], {}):
+            continue
+        if base in _MANY:
+            out += _MANY[base](setting, value, *extra)
+            continue
+        if many and not isinstance(value, list):
+            out.append("%s must be a list, not %r" % (setting, value))
+            continue
+        for index, item in enumerate(value if many else [value]):
+            problem = _ONE[base]("%s[%d]" % (setting, index) if many else setting, item, *extra)
             out += [problem] if problem else []
-        elif kind == "env":
-            out += env_problems(setting, value)
-        elif kind == "subpath":
-            problem = subpath_problem(setting, value)
-            out += [problem] if problem else []
-        elif kind == "path":
-            problem = path_problem(setting, value)
-            out += [problem] if problem else []
-        elif kind == "url":
-            problem = url_problem(setting, value)
-            out += [problem] if problem else []
-        elif kind == "urls":
-            out += [p for p in (url_problem(setting, v) for v in (value if isinstance(value, list) else [value])) if p]
-        elif kind == "mounts":
-            out += mount_problems(setting, value, check[3] if len(check) > 3 else False)
-        elif kind == "count":
-            problem = count_problem(setting, value, check[3] if len(check) > 3 else 0)
-            out += [problem] if problem else []
-        else:
-            raise ValueError("unknown setting check %r (name, subpath, path, env, url, urls, mounts or count)" % kind)
     return out
 
 
