@@ -47,6 +47,10 @@ def train_status_table(reports):
         row = dict(report.get("summary") or {}, host=report.get("host"), state=report.get("state"))
         if report.get("error"):
             row["error"] = report["error"]
+        if report.get("triage"):
+            row["why"] = report["triage"]["cause"]
+            row["fix"] = "%s (%s)" % (report["triage"]["fix"], report["triage"]["setting"]) \
+                if report["triage"].get("setting") else report["triage"]["fix"]
         if report.get("cards"):
             row["npu"] = _cards(report["cards"])
         if report.get("ray"):

@@ -37,6 +37,13 @@ options:
   plot:
     description: Write a PNG of the metrics to this path.
     type: path
+  triage:
+    description:
+      - The catalogue of known failures (the train role's C(files/triage.yml)), to say why a failed run ended and
+        what to change. Empty, only the exception is reported.
+    type: list
+    elements: dict
+    default: []
 author:
   - GRPO on Ascend maintainers
 """
@@ -101,6 +108,14 @@ log:
   description: The run's log (C(run_dir/logs/latest.log), else the job's own log).
   returned: always
   type: str
+triage:
+  description: >-
+    For a failed run with a catalogue: the known failure it matches (C(id), C(cause), C(fix) with the run's values,
+    C(setting) to change, C(upstream) threads, C(evidence), the log C(line)), or C(id) unknown with the log's first
+    error line; C(first_error) is [line number, line].
+  returned: when failed and a catalogue was given
+  type: dict
+  sample: {id: kv_cache_too_small, setting: actor_rollout_ref.rollout.gpu_memory_utilization, line: 812}
 traceback_tail:
   description: For a failed run, the last lines of the traceback (or of the log).
   returned: when failed
@@ -123,7 +138,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, jobs, verl_log, workspace
+from ansible.module_utils.ascend_grpo import evaluation, jobs, triage, verl_log, workspace
 
 
 def checkpoints(path):
@@ -132,12 +147,21 @@ def checkpoints(path):
     return dict(evaluation.checkpoint_steps(path), dir=path)
 
 
+def _run_values(run_dir):
+    """The overrides the run's script passes verl, for the fix's "now" values."""
+    path = os.path.join(run_dir, "run_grpo.sh")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return triage.run_values(handle.read())
+
+
 def look(p):
     job = jobs.status(p["state_dir"], p["job"])
     log = os.path.join(p["run_dir"], "logs", "latest.log")
     text = ""
     if os.path.isfile(log):
-        with open(log, encoding="utf-8", errors="replace") as handle:
+        with open(log, encoding="utf-8", errors="replace", newline="") as handle:
             text = handle.read()
     else:
         log = job.get("log")
@@ -160,6 +184,9 @@ def look(p):
         result["error"] = verl_log.why_it_ended(job.get("exit_status"), parsed.get("error"),
                                                 job["tail"][-1] if job["tail"] else None, saved["saved"], free)
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
+        if p["triage"]:
+            result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
+                                               job.get("exit_status"), free, _run_values(p["run_dir"]))
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]
                                          if result["resumed_from"] else " (of %s)" % result["total_steps"]
@@ -177,7 +204,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
                            checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
-                           wait=dict(type="float", default=0), plot=dict(type="path")),
+                           wait=dict(type="float", default=0), plot=dict(type="path"),
+                           triage=dict(type="list", elements="dict", default=[])),
         supports_check_mode=True,
     )
     p = module.params

@@ -1,6 +1,7 @@
 """grpo_train_status counts saved steps as the eval stage does: one definition of a saved step."""
 
 import os
+import time
 
 from conftest import run_module
 
@@ -36,3 +37,38 @@ def test_a_run_before_its_first_step_says_so(tmp_path):
         assert result["progress"] == "running: no step logged yet (of 2)", result
     finally:
         run_module("grpo_job", {"name": "train", "state_dir": str(state), "state": "stopped"})
+
+
+def test_a_failed_run_says_why_and_what_to_change_with_the_runs_values(tmp_path):
+    """The catalogue as the train stage passes it: the failure named, the fix with the value run_grpo.sh sets."""
+    import yaml
+    from conftest import ROOT
+
+    state, run = tmp_path / "state", tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "run_grpo.sh").write_text("python3 -m verl.trainer.main_ppo \\\n"
+                                     "  'actor_rollout_ref.rollout.gpu_memory_utilization=0.8' \"$@\"\n")
+    log = run / "logs" / "latest.log"
+    # what vLLM 0.13.0 raises (kv_cache_utils.check_enough_kv_cache_memory), then Ray's wrapper in the driver
+    lines = ["(WorkerDict pid=7) ValueError: No available memory for the cache blocks. Try increasing "
+             "`gpu_memory_utilization` when initializing the engine.",
+             "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task."]
+    script = "printf '%%s\\n' %s > %s; exit 1" % (" ".join("'%s'" % line for line in lines), log)
+    run_module("grpo_job", {"name": "train", "state_dir": str(state), "state": "started",
+                            "command": ["sh", "-c", script]})
+    for _ in range(60):  # the job's wrapper records its exit status
+        if not run_module("grpo_job", {"name": "train", "state_dir": str(state)})["running"]:
+            break
+        time.sleep(0.5)
+    with open(os.path.join(ROOT, "roles", "grpo_train", "files", "triage.yml"), encoding="utf-8") as handle:
+        catalogue = yaml.safe_load(handle)
+    result = run_module("grpo_train_status", {"state_dir": str(state), "job": "train", "run_dir": str(run),
+                                              "checkpoint_dir": str(tmp_path / "c"), "triage": catalogue})
+    assert result["state"] == "failed", result
+    why = result["triage"]
+    assert why["id"] == "kv_cache_does_not_fit" and why["line"] == 1, why
+    assert "actor_rollout_ref.rollout.gpu_memory_utilization, now 0.8," in why["fix"]
+    assert why["upstream"] == ["https://github.com/vllm-project/vllm/blob/v0.13.0/vllm/v1/core/kv_cache_utils.py"]
+    # without the catalogue: as before, no triage
+    assert "triage" not in run_module("grpo_train_status", {"state_dir": str(state), "job": "train",
+                                                            "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c")})

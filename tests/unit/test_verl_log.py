@@ -95,6 +95,7 @@ def test_failed_run():
     assert parsed["steps"] == [] and parsed["total_steps"] == 2 and parsed["finished"] is False
     # The innermost cause, not one of the two ray.exceptions.RayTaskError(AssertionError) wrappers around it.
     assert parsed["error"] == FAILED_ERROR
+    assert parsed["first_error"] == FAILED_ERROR  # one failure: where it began is where it ended
     tail = parsed["traceback_tail"]
     assert len(tail) == verl_log.TAIL_LINES and tail[-1] == FAILED_ERROR
     assert tail[5].startswith("ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model()")
@@ -110,7 +111,8 @@ def test_start_up_only():
     parsed = verl_log.parse(text)
     assert parsed == {"steps": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
                       "resumed_from": None, "checkpoints_saved": [],
-                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
+                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
+                      "first_error": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["progress_pct"], status["eta_s"]) == ("starting", 0, 0.0, None)
 
@@ -119,7 +121,8 @@ def test_empty_log():
     parsed = verl_log.parse("")
     assert parsed == {"steps": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
                       "resumed_from": None, "checkpoints_saved": [],
-                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
+                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
+                      "first_error": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["total_steps"], status["progress_pct"], status["eta_s"],
             status["score_mean"]) == ("starting", 0, None, None, None, None)

@@ -197,12 +197,15 @@ def parse(text):
       not logged and handled (e.g. "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2",
       never the ``ray.exceptions.RayTaskError(...)`` wrappers around it); None otherwise. A run killed without a
       traceback (OOM killer, SIGKILL) looks like a running one here: the process state tells them apart;
-    - ``traceback_tail``: the last lines (at most :data:`TAIL_LINES`) of that traceback, or None.
+    - ``traceback_tail``: the last lines (at most :data:`TAIL_LINES`) of that traceback, or None;
+    - ``first_error``: like ``error``, of the first such traceback: where a failure began when one failure led to
+      others (a worker's, then the driver's); None otherwise.
     """
     steps = []
     result = {"steps": steps, "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
               "resumed_from": None, "checkpoints_saved": [],
-              "final_validation": None, "finished": False, "error": None, "traceback_tail": None}
+              "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
+              "first_error": None}
     open_tracebacks = {}  # source -> the _Traceback its lines are in
     tracebacks = []  # in the order they start
     previous = {}  # source -> its previous line
@@ -265,6 +268,7 @@ def parse(text):
     if fatal and not result["finished"]:
         result["error"] = fatal[-1].error()
         result["traceback_tail"] = fatal[-1].tail()
+        result["first_error"] = fatal[0].error()
     return result
 
 
@@ -460,8 +464,9 @@ def render_table(rows):
 
     Columns: HOST, STATE, STEP ("2/2"), EPOCH ("1/1"), ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
     (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step), then RAY (a
-    cluster node in Ray's view, a str) and NPU when any row has one; "-" for an unknown value. A row with an "error" is followed by an indented ``error: ...``
-    line. Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
+    cluster node in Ray's view, a str) and NPU when any row has one; "-" for an unknown value. A row with an
+    "error" is followed by an indented ``error: ...`` line, and ``why: ...`` and ``fix: ...`` lines when it has
+    them (a failure the triage catalogue knows). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
     columns = (_TABLE + ((_RAY_COLUMN,) if any(row.get("ray") for row in rows) else ())
@@ -474,6 +479,10 @@ def render_table(rows):
         out.append(line)
         if row.get("error"):
             out.append("    error: %s" % row["error"])
+        if row.get("why"):
+            out.append("    why: %s" % row["why"])
+        if row.get("fix"):
+            out.append("    fix: %s" % row["fix"])
     return "\n".join(out)
 
 
