@@ -58,7 +58,17 @@ def _checks():
     return out
 
 
-SETTINGS, CHECKS = _text_settings(), _checks()
+def _all_options():
+    """{role: {every option of its specs}}."""
+    out = {}
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")):
+        with open(path, encoding="utf-8") as handle:
+            for entry in (yaml.safe_load(handle)["argument_specs"] or {}).values():
+                out.setdefault(path.split(os.sep)[-3], set()).update(entry.get("options") or {})
+    return out
+
+
+SETTINGS, CHECKS, ALL_OPTIONS = _text_settings(), _checks(), _all_options()
 PAIRS = sorted((role, name, CHECKS.get(role, {}).get(name)) for role, names in SETTINGS.items() for name in names)
 
 
@@ -78,8 +88,7 @@ def test_every_check_names_a_known_kind_and_a_setting_of_its_role():
     for role, checks in CHECKS.items():
         for setting, kind in checks.items():
             assert kind.rstrip("?").replace("[]", "") in settings.KINDS + ("urls",), (role, setting, kind)
-            assert setting in SETTINGS.get(role, {}) or setting in {
-                "assets_download_wait_minutes", "grpo_train_wait_minutes", "grpo_eval_wait_minutes"}, (role, setting)
+            assert setting in ALL_OPTIONS.get(role, ()), (role, setting)
 
 
 def _hostile(kind, value):
