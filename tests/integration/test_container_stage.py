@@ -58,6 +58,33 @@ def test_engine_not_running(run, tmp_path):
     refused(result, name, workspace, "The Docker engine on sim910b does not answer", "npu_container_mode: none")
 
 
+def test_everything_not_ready_is_listed_at_once(run, tmp_path):
+    """A host with several problems gets them all in one message, the engine's among them (it used to stop on the
+    engine alone, and the rest came one rerun later)."""
+    runner, name, workspace = run
+    result = runner({"npu_container_visible_devices": [0, 3]},
+                    env={"DOCKER_HOST": "unix://%s/no-engine.sock" % tmp_path})
+    refused(result, name, workspace, "NPU host not ready", "The Docker engine on sim910b does not answer",
+            "davinci3 is missing; card 3 is not on this host", "npu-smi lists no card 3")
+
+
+def test_a_python_without_requests_is_named_with_the_rest(run, tmp_path):
+    """The issue's first contact: the system's python3 without requests ran the stages; the stage stopped on
+    "Failed to import the required Python library (requests)" alone. Now it is one line of the list, with the fix."""
+    import shutil
+
+    system = shutil.which("python3", path="/usr/bin")
+    if not system or subprocess.run([system, "-c", "import requests"], capture_output=True,
+                                    check=False).returncode == 0:
+        pytest.skip("needs a system python3 without requests (this machine's has it)")
+    runner, name, workspace = run
+    result = runner({"ansible_python_interpreter": system, "npu_container_driver_dir": str(tmp_path / "no-driver")})
+    refused(result, name, workspace, "NPU host not ready",
+            "the Python that runs the stages on sim910b (%s) lacks the requests library" % system,
+            "install python3-requests, or set ansible_python_interpreter",
+            "the driver folder %s does not exist" % (tmp_path / "no-driver"))
+
+
 def test_image_absent_and_not_pullable(run):
     runner, name, workspace = run
     result = runner({"npu_container_image": "127.0.0.1:9/nowhere/cann:absent", "npu_container_pull": True})
