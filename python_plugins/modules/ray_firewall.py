@@ -137,11 +137,10 @@ def main():
         if not shutil.which(p[tool]):
             module.fail_json(msg="%s is not on this host, and the cluster stage firewalls Ray's ports with it: %s"
                              % (p[tool], PACKAGE_HINT if tool == "nft" else "install util-linux"))
-    if p["state"] == "check":
-        before = _current(module)
-        module.exit_json(changed=False, before=before, fingerprint=_fingerprint(before))
     before = _current(module)
     found = _fingerprint(before)
+    if p["state"] == "check":
+        module.exit_json(changed=False, before=before, fingerprint=found)
     if p["state"] == "absent":
         if not before:
             module.exit_json(changed=False, before="", fingerprint="")
