@@ -28,6 +28,7 @@ REQUIRED = ("id", "cause", "fix", "setting")
 CONDITIONS = ("signatures", "exit_status", "low_disk", "no_exit_status")
 
 _ERROR_WORD = re.compile(r"\b(?:ERROR|FATAL)\b|\w*(?:Error|Exception)\b:|\berror:")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray colours its prefixes
 _FIELD = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 
 
@@ -140,7 +141,7 @@ def _hit(entry, lines, exit_status, free_mb):
     found = None
     for number, line in enumerate(lines, 1):
         if any(p.search(line) for p in entry["_patterns"]):
-            found = (line.strip(), number)
+            found = (_ANSI.sub("", line).strip(), number)
             break
     others = []
     if entry.get("exit_status"):
