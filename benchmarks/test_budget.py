@@ -138,6 +138,10 @@ def main(argv):
         start = time.perf_counter()
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
+        # every phase's output is kept, to see where its time went (e.g. with ansible.posix.profile_tasks enabled)
+        with open(os.path.join(ROOT, ".test-logs", re.sub(r"\W+", "-", name) + ".log"), "w",
+                  encoding="utf-8") as log:
+            log.write(proc.stdout + proc.stderr)
         rows.append({"phase": name, "seconds": round(elapsed, 1)})
         print("%-34s %7.0f s" % (name, elapsed), flush=True)
         if proc.returncode != 0:
