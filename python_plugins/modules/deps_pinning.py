@@ -166,7 +166,8 @@ report_path:
   returned: when the report was written
   type: str
 record:
-  description: The deps stage's record (verl_dir, profile, python, python_version, arch, source, download_cache) left in
+  description: The deps stage's record (verl_dir, profile, python, python_version, arch, source, download_cache, pins,
+    accept_drift) left in
     C(<state_dir>/deps.json) for the later stages.
   returned: when the stack holds
   type: dict
@@ -352,7 +353,9 @@ def main():
             # the later stages read this instead of recomputing where verl is (a path source included)
             record = {"verl_dir": os.path.abspath(paths["verl"]), "profile": profile["name"], "python": steps_python,
                       "python_version": before["python"], "arch": arch, "source": p["source"],
-                      "download_cache": p["download_cache"]}
+                      "download_cache": p["download_cache"],
+                      # the doctor checks the environment against these before a launch
+                      "pins": {k: str(v) for k, v in profile["pins"].items()}, "accept_drift": list(p["accept_drift"])}
             result["record"] = record
             if workspace.write_record(p["state_dir"], "deps", record, module.check_mode):
                 result["changed"] = True

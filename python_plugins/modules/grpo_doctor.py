@@ -1,0 +1,278 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: check a training environment before a launch, one row per check with its fix."""
+
+DOCUMENTATION = r"""
+---
+module: grpo_doctor
+short_description: Check a training environment before a GRPO launch (versions, CANN, cards, HBM, env, Ray, reward)
+description:
+  - Runs the doctor's probe with the stack's Python in the environment the run script sets (the C(environment) text,
+    i.e. the rendered C(run_env.sh.j2) part of C(run_grpo.sh), sourced by bash), then judges what it found against
+    the deps stage's pins, the run's overrides and C(npu-smi info), one row per check (pass, fail, warn, or absent,
+    i.e. not on this host), each failure with its fix.
+  - The checks are the installed versions against the pins and the pairs that must agree (torch and torch_npu, vLLM
+    and vllm-ascend, what the platform package declares), the CANN libraries loadable and C(import torch_npu), a
+    small tensor op on every visible card under a deadline, free HBM on each card against
+    C(gpu_memory_utilization) (with the processes on the card), C(VLLM_ASCEND_ENABLE_NZ=0), uvloop absent, the
+    allocator against the rollout's sleep mode, Ray's NPU resource (its own accelerator manager, or the cluster's),
+    and the reward scoring a right and a wrong answer from a thread that is not the main one.
+  - Keeps the result in C(<state_dir>/doctor.json) with a fingerprint of the environment (its text, the pins, the
+    Python's installed distributions, the CANN scripts, the reward file, the container's start). With
+    C(when=changed), a fingerprint equal to the last passing result's skips the probe and judges its facts again
+    (the HBM check always reads the C(npu_smi) given).
+  - Never fails on a failed check: C(passed) says whether every check passed or warned, and the caller decides.
+  - In check mode, probes and judges the same and writes nothing.
+options:
+  python:
+    description: The stack's Python (the one the run script starts verl with).
+    type: str
+    required: true
+  environment:
+    description: The run's environment as bash text (the part of the run script before it starts anything).
+    type: str
+    required: true
+    no_log: true
+  run_dir:
+    description: The run folder, where the probe runs (as the run script does).
+    type: path
+    required: true
+  state_dir:
+    description: The workspace's records folder (C(doctor.json) goes there).
+    type: path
+    required: true
+  overrides:
+    description: The run's Hydra overrides (C(key=value)), for gpu_memory_utilization, the sleep mode, the device,
+      the card counts and the reward.
+    type: list
+    elements: str
+    default: []
+  pins:
+    description: The deps stage's pins (package to version).
+    type: dict
+    default: {}
+  accept:
+    description: Pinned packages accepted to differ (the deps stage's C(deps_pinning_accept_drift)).
+    type: list
+    elements: str
+    default: []
+  cards:
+    description: The card numbers the run uses (npu-smi's numbering).
+    type: list
+    elements: int
+    default: []
+  scripts:
+    description: The CANN environment scripts the run sources (named in fixes; their state is in the fingerprint).
+    type: list
+    elements: path
+    default: []
+  npu_smi:
+    description: The output of C(npu-smi info) on the host (empty when there is none).
+    type: str
+    default: ""
+  cluster_address:
+    description: The Ray cluster the run attaches to (C(host:port)); empty for the run's own Ray.
+    type: str
+    default: ""
+  deadline:
+    description: Seconds for each tensor op, the reward and the cluster's answer.
+    type: int
+    default: 60
+  when:
+    description: C(always) probes; C(changed) reuses the last passing result while the fingerprint holds.
+    type: str
+    choices: [always, changed]
+    default: always
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Check the environment before a launch
+  grpo_doctor:
+    python: /data/grpo/venvs/stack/bin/python
+    environment: "{{ lookup('ansible.builtin.template', 'run_env.sh.j2') }}"
+    run_dir: /data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single
+    state_dir: /data/grpo/.grpo
+    overrides: ["actor_rollout_ref.rollout.gpu_memory_utilization=0.8", "trainer.device=npu"]
+    pins: {torch: "2.8.0", torch-npu: "2.8.0.post2"}
+    cards: [0]
+    npu_smi: "{{ smi.stdout }}"
+    when: changed
+"""
+
+RETURN = r"""
+rows:
+  description: One per check.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{check: free HBM, status: fail, detail: "card 0: 12000 MB free of 65536 ...", fix: "lower ..."}]
+lines:
+  description: The rows as lines for people (a fix under each failure or warning).
+  returned: always
+  type: list
+  elements: str
+failures:
+  description: The failed checks' lines, each with its fix (empty when none failed).
+  returned: always
+  type: list
+  elements: str
+passed:
+  description: No check failed.
+  returned: always
+  type: bool
+summary:
+  description: Counts, e.g. "9 pass, 0 fail, 0 warn, 4 not on this host".
+  returned: always
+  type: str
+probed:
+  description: Whether the probe ran (false when C(when=changed) reused the last passing result).
+  returned: always
+  type: bool
+record:
+  description: The result's file.
+  returned: always
+  type: str
+"""
+
+import datetime
+import glob
+import hashlib
+import inspect
+import json
+import os
+import re
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import doctor, doctor_probe, npu_smi, workspace
+
+_OVERRIDE = re.compile(r"^[+~]{0,2}([A-Za-z_][\w.]*)=(.*)$", re.S)
+
+
+def _sha1(path):
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _stat(path):
+    try:
+        found = os.stat(path)
+        return [int(found.st_mtime), found.st_size]
+    except OSError:
+        return None
+
+
+def container_start():
+    """This environment's boot and its first process's start (a restarted container is a new environment)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        with open("/proc/1/stat", encoding="ascii") as handle:
+            start = handle.read().rsplit(")", 1)[1].split()[19]
+        return boot + ":" + start
+    except (OSError, IndexError):
+        return None
+
+
+def installed_state(module, python):
+    """The Python's distributions as the folders say (a pip install or uninstall changes them)."""
+    rc, out, _err = module.run_command([python, "-c", "import json, site, sysconfig; "
+                                        "print(json.dumps(sorted({sysconfig.get_paths()['purelib'], "
+                                        "sysconfig.get_paths()['platlib']})))"])
+    if rc != 0:
+        return None
+    dists = []
+    for folder in json.loads(out):
+        dists += sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*.dist-info")))
+    return hashlib.sha1("\n".join(dists).encode("utf-8")).hexdigest()
+
+
+def run_probe(module, p, req, env_path):
+    """The probe's facts, run in the run's environment (bash sources it, then starts the stack's Python)."""
+    # the whole probe under coreutils' timeout: each step has its own deadline inside, this bounds a hung import
+    limit = 120 + p["deadline"] * (3 + len(p["cards"]))
+    argv = ["timeout", "--kill-after=10", str(limit), "bash", "-c", 'set -euo pipefail; source "$1"; shift; exec "$@"',
+            "grpo-doctor", env_path, p["python"], "-", json.dumps(req)]
+    rc, out, err = module.run_command(argv, data=inspect.getsource(doctor_probe), binary_data=True,
+                                      cwd=p["run_dir"] if os.path.isdir(p["run_dir"]) else None)
+    if rc in (124, 137):
+        return {"error": "the probe did not finish within %d s (a hung import, card or cluster)" % limit}
+    last = (out or "").strip().splitlines()[-1:] if out else []
+    try:
+        facts = json.loads(last[0]) if rc == 0 and last else None
+    except ValueError:
+        facts = None
+    if facts is None:
+        tail = " | ".join((err or out or "").strip().splitlines()[-3:])
+        return {"error": "the stack's Python did not answer in the run's environment (exit status %s): %s" % (
+            rc, tail or "no output")}
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type="str", required=True), environment=dict(type="str", required=True, no_log=True),
+            run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
+            overrides=dict(type="list", elements="str", default=[]), pins=dict(type="dict", default={}),
+            accept=dict(type="list", elements="str", default=[]), cards=dict(type="list", elements="int", default=[]),
+            scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
+            cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
+            when=dict(type="str", choices=["always", "changed"], default="always")),
+        supports_check_mode=True,
+    )
+    p = module.params
+    values = {}
+    for text in p["overrides"]:
+        match = _OVERRIDE.match(text)
+        if match:
+            values[match.group(1)] = match.group(2)
+    run = doctor.run_settings(values)
+    try:
+        smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
+    except npu_smi.NpuSmiParseError:
+        smi = None
+    req = doctor.request(run, p["cards"], p["cluster_address"] or None, p["deadline"])
+    stamp = doctor.fingerprint({
+        "environment": hashlib.sha1(p["environment"].encode("utf-8")).hexdigest(), "python": p["python"],
+        "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "run": run, "request": req,
+        "scripts": {s: _stat(s) for s in p["scripts"]}, "reward": _sha1(run.get("reward_path") or ""),
+        "installed": installed_state(module, p["python"]), "start": container_start()})
+    path = os.path.join(p["state_dir"], "doctor.json")
+    before = workspace.read_json(path) or {}
+    probed = not (p["when"] == "changed" and before.get("fingerprint") == stamp and before.get("passed")
+                  and isinstance(before.get("facts"), dict))
+    if probed:
+        fd, env_path = tempfile.mkstemp(prefix="grpo-doctor-", suffix=".sh")  # mode 0600: the run's values
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(p["environment"])
+            facts = run_probe(module, p, req, env_path)
+        finally:
+            os.unlink(env_path)
+    else:
+        facts = before["facts"]
+    expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"], "scripts": p["scripts"],
+              "npu_smi": smi, "cluster": bool(p["cluster_address"])}
+    rows = doctor.evaluate(facts, expect)
+    passed = not any(r["status"] == "fail" for r in rows)
+    result = {"fingerprint": stamp, "passed": passed, "summary": doctor.summary(rows), "rows": rows, "facts": facts,
+              "run": run, "cards": p["cards"]}
+    changed = False
+    if probed and not module.check_mode:
+        kept = {k: v for k, v in before.items() if k != "checked_at"}
+        if kept != result:
+            result_on_disk = dict(result, checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat())
+            changed = workspace.write_json(path, result_on_disk)
+    module.exit_json(changed=changed, rows=rows, lines=doctor.lines(rows), passed=passed, summary=result["summary"],
+                     failures=doctor.lines([r for r in rows if r["status"] == "fail"]), probed=probed, record=path)
+
+
+if __name__ == "__main__":
+    main()
