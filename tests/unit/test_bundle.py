@@ -60,6 +60,9 @@ def test_the_bundle_holds_what_maintainers_ask_for_and_none_of_the_planted_secre
                                              "connecting with token %s\nray token %s\n" % (HUB, RAY))
     (ws / ".grpo" / "deps.json").write_text(json.dumps({"index_url": "https://me:%s@mirror.example/simple" % INDEX}))
     (ws / ".grpo" / "jobs" / "train.json").write_text(json.dumps({"pid": 42, "exit_status": 1}))
+    # the doctor's result, as grpo_doctor keeps it
+    (ws / ".grpo" / "doctor.json").write_text(json.dumps({"passed": False, "rows": [
+        {"check": "free HBM", "status": "fail", "detail": "card 0: 1000 MB free of 65536", "fix": "free the card"}]}))
     plog = tmp_path / "plog" / "debug" / "plog"
     plog.mkdir(parents=True)
     (plog / "plog-42_1.log").write_text("[ERROR] HCCL ... registry %s\n" % REGISTRY)
@@ -74,7 +77,8 @@ def test_the_bundle_holds_what_maintainers_ask_for_and_none_of_the_planted_secre
     assert result["changed"] and result["path"] == str(dest)
     assert stat.S_IMODE(os.stat(dest).st_mode) == 0o600
     assert result["members"] == ["container.json", "npu-smi-info.txt", "pip-freeze.txt", "plog/plog-42_1.log.tail",
-                                 "records/deps.json", "records/jobs/train.json", "run/latest.log.head",
+                                 "records/deps.json", "records/doctor.json", "records/jobs/train.json",
+                                 "run/latest.log.head",
                                  "run/latest.log.tail", "run/launch.json", "run/run_grpo.sh"]
     with tarfile.open(dest) as archive:
         texts = {m.name: archive.extractfile(m).read().decode() for m in archive.getmembers()}
@@ -89,6 +93,7 @@ def test_the_bundle_holds_what_maintainers_ask_for_and_none_of_the_planted_secre
     assert "export HF_TOKEN=***" in texts["run/run_grpo.sh"] and "data.train_batch_size=4" in texts["run/run_grpo.sh"]
     assert "https://***@mirror.example/simple" in texts["records/deps.json"]
     assert "REGISTRY_PASSWORD=***" in texts["container.json"]
+    assert json.loads(texts["records/doctor.json"])["rows"][0]["check"] == "free HBM"
 
 
 def test_check_mode_lists_the_members_and_writes_nothing(tmp_path):
