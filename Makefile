@@ -11,7 +11,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo demo-multi test check lint unit integration sim-image molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi test beside check lint unit integration sim-image molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress.
@@ -46,32 +46,39 @@ demo-multi: venv
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 
-# make test: the lint and the unit tests, the sim image, then the integration tests beside molecule's scenarios: the
-# integration tests wait mostly on pip and Docker, molecule mostly on training, so on two cores they overlap. Their
-# output goes to .test-logs/integration.log and is printed when molecule is done; they hold ENGINE_LOCK (shared)
-# while they run, and molecule's Docker-engine restart drill takes it exclusively (it waits for them, not a clock).
+# make test: the sim image, then molecule's scenarios with the other tests beside them (make beside: the lint beside
+# the unit tests, then the integration tests). Molecule waits mostly on training and pip, the others on Python and
+# Docker, so on two cores they overlap. Their output goes to .test-logs/{lint,unit,integration}.log and is printed
+# when molecule is done; they hold ENGINE_LOCK (shared) while they run, and molecule's Docker-engine restart drill
+# takes it exclusively (it waits for them, not a clock).
 ENGINE_LOCK ?= /var/tmp/grpo-engine.lock
 export GRPO_ENGINE_LOCK := $(ENGINE_LOCK)
 test: test-venv
-	@echo "== lint beside the unit tests (lint takes one core, pytest two processes; lint's output follows theirs)"
-	@set +e; mkdir -p .test-logs; \
-	$(MAKE) --no-print-directory lint >.test-logs/lint.log 2>&1 & lpid=$$!; \
-	$(MAKE) --no-print-directory unit; urc=$$?; \
-	wait $$lpid; lrc=$$?; cat .test-logs/lint.log; \
-	echo "== lint: exit status $$lrc; the unit tests: exit status $$urc"; \
-	test $$urc -eq 0 && test $$lrc -eq 0
 	@$(MAKE) --no-print-directory sim-image
 	@mkdir -p .test-logs
-	@echo "== the integration tests, beside molecule (their output: .test-logs/integration.log, printed at the end)"
+	@echo "== lint and the unit tests, then the integration tests, beside molecule (printed when molecule is done)"
 	@set +e; exec 9>"$(ENGINE_LOCK)"; flock -s 9; \
-	$(MAKE) --no-print-directory integration >.test-logs/integration.log 2>&1 & ipid=$$!; \
+	$(MAKE) --no-print-directory beside >.test-logs/beside.log 2>&1 & bpid=$$!; \
 	exec 9>&-; \
 	$(MAKE) --no-print-directory molecule; mrc=$$?; \
-	wait $$ipid; irc=$$?; \
-	echo "== the integration tests (ran beside molecule; exit status $$irc), the end of .test-logs/integration.log:"; \
-	tail -n 40 .test-logs/integration.log; \
-	echo "== molecule: exit status $$mrc; the integration tests: exit status $$irc"; \
-	test $$mrc -eq 0 && test $$irc -eq 0
+	wait $$bpid; brc=$$?; \
+	echo "== beside molecule: the end of each log (.test-logs/lint.log, unit.log, integration.log)"; \
+	tail -n 3 .test-logs/lint.log; tail -n 12 .test-logs/unit.log; tail -n 30 .test-logs/integration.log; \
+	cat .test-logs/beside.log; \
+	echo "== molecule: exit status $$mrc; beside it (lint, unit, integration): exit status $$brc"; \
+	test $$mrc -eq 0 && test $$brc -eq 0
+
+# What make test runs beside molecule: the lint beside the unit tests (lint takes one core, pytest two processes),
+# then the integration tests; one line per part with its exit status and seconds.
+beside: test-venv
+	@set +e; mkdir -p .test-logs; began=$$(date +%s); \
+	$(MAKE) --no-print-directory lint >.test-logs/lint.log 2>&1 & lpid=$$!; \
+	$(MAKE) --no-print-directory unit >.test-logs/unit.log 2>&1; urc=$$?; \
+	wait $$lpid; lrc=$$?; mid=$$(date +%s); \
+	echo "== beside: lint exit status $$lrc, unit tests exit status $$urc, $$((mid - began)) s"; \
+	$(MAKE) --no-print-directory integration >.test-logs/integration.log 2>&1; irc=$$?; \
+	echo "== beside: integration tests exit status $$irc, $$(( $$(date +%s) - mid )) s"; \
+	test $$lrc -eq 0 && test $$urc -eq 0 && test $$irc -eq 0
 
 # The simulated host's image and folders, built once before the tests that use them run side by side.
 sim-image: test-venv

@@ -5,12 +5,11 @@ Budgets (on this project's 2-core, 24 GiB machine): `make test` at most 30 minut
 cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh machine (cold: nothing cached, the
 test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
-It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), lint beside
-the unit tests (two processes), the sim image, then the integration tests in the background beside each molecule
-scenario step by step (molecule's own test sequence: destroy, syntax, create, converge, idempotence, verify,
-destroy), as `make test` runs them side by side (the integration tests hold the engine lock the restart drill
-waits for). It prints each phase's time, the integration tests' own time beside molecule's, the total (wall time)
-and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
+It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), the sim
+image, then `make beside` in the background (lint beside the unit tests, then the integration tests; it holds the
+engine lock the restart drill waits for) beside each molecule scenario step by step (molecule's own test sequence:
+destroy, syntax, create, converge, idempotence, verify, destroy), as `make test` runs them side by side. It prints
+each phase's time, the background parts' own times beside molecule's, the total (wall time) and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
 budget, 2.
 
 Usage: python3 benchmarks/test_budget.py [--cold] [--check] [--json FILE] [PHASE ...]
@@ -47,17 +46,17 @@ def sim_image():
 
 def phases(check):
     """(name, argv) in `make test`'s order. A name ending "(beside ...)" runs in the background beside the next
-    phases (lint beside the unit tests; the integration tests beside molecule); "join NAME" waits for it."""
+    phases (make beside: lint and the unit tests, then the integration tests, beside molecule); "join NAME" waits
+    for it."""
     make = ["make", "--no-print-directory"]
     if check:  # make check: lint, then the unit tests
         return [("venv", make + ["test-venv"]), ("lint", make + ["lint"]), ("unit", make + ["unit"])]
-    rows = [("venv", make + ["test-venv"]), ("lint (beside unit)", make + ["lint"]), ("unit", make + ["unit"]),
-            ("join lint", None), ("sim-image", make + ["sim-image"]),
-            ("integration (beside molecule)", make + ["integration"])]
+    rows = [("venv", make + ["test-venv"]), ("sim-image", make + ["sim-image"]),
+            ("beside (beside molecule)", make + ["beside"])]
     for scenario in ("default", "multinode"):
         rows += [("molecule %s %s" % (scenario, step), [os.path.join(VENV_BIN, "molecule"), step, "-s", scenario])
                  for step in SCENARIO_STEPS]
-    return rows + [("join integration", None)]
+    return rows + [("join beside", None)]
 
 
 def forget_everything():
@@ -86,6 +85,12 @@ def _join(job, rows):
     waiter.join()
     rows.append({"phase": name, "seconds": round(ended["at"] - start, 1), "beside": True})
     print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
+    with open(path, encoding="utf-8") as handle:  # make beside's own lines: each part's time
+        for line in handle:
+            part = re.match(r"== beside: (.+?) exit status.*?(\d+) s$", line.strip())
+            if part:
+                rows.append({"phase": "  " + part.group(1), "seconds": float(part.group(2)), "beside": True})
+                print("%-34s %7.0f s" % (rows[-1]["phase"], rows[-1]["seconds"]), flush=True)
     if code != 0:
         with open(path, encoding="utf-8") as handle:
             print(handle.read()[-6000:], file=sys.stderr)
@@ -119,7 +124,7 @@ def main(argv):
         if "(beside" in name:
             key = name.split(" (")[0]
             lock = None
-            if key == "integration":
+            if key == "beside":
                 # as `make test`: holding the engine lock shared (molecule's restart drill waits for it)
                 lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
                 fcntl.flock(lock, fcntl.LOCK_SH)
