@@ -238,7 +238,7 @@ def main():
         smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
     except npu_smi.NpuSmiParseError:
         smi = None
-    req = doctor.request(run, p["cards"], p["cluster_address"] or None, p["deadline"])
+    req = doctor.request(run, p["cards"], p["cluster_address"] or None, p["deadline"], p["pins"])
     stamp = doctor.fingerprint({
         "environment": hashlib.sha1(p["environment"].encode("utf-8")).hexdigest(), "python": p["python"],
         "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "run": run, "request": req,

