@@ -21,7 +21,7 @@ description:
     Python's installed distributions, the CANN scripts, the reward file, the container's start). With
     C(when=changed), a fingerprint equal to the last passing result's skips the probe and judges its facts again
     (the HBM check always reads the C(npu_smi) given).
-  - Never fails on a failed check: C(passed) says whether every check passed or warned, and the caller decides.
+  - Never fails on a failed check; C(passed) says whether every check passed or warned, and the caller decides.
   - In check mode, probes and judges the same and writes nothing.
 options:
   python:
