@@ -148,3 +148,28 @@ def test_the_readmes_triage_table_is_generated_from_the_catalogue():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
     assert all("| `%s` |" % entry["id"] in readme for entry in ENTRIES)
+
+
+def test_an_unknown_failure_whose_first_error_has_no_line_number_is_still_named(monkeypatch):
+    # first_error returns (None, error) when it cannot place the error among the lines (the train stage's wait
+    # polled a log being written: the status module then crashed on "%d" and the wait failed with no message)
+    monkeypatch.setattr(triage, "first_error", lambda text: (None, "AssertionError: rollout world_size: 1"))
+    result = triage.diagnose("partial", [], exit_status=1)
+    assert result["id"] == "unknown" and result["line"] is None
+    assert result["cause"] == "the first error in the log (line unknown): AssertionError: rollout world_size: 1"
+
+
+def test_a_traceback_line_with_another_workers_output_glued_on_is_found_with_its_line_number():
+    # this stack's own log (tp=2 on the simulated host, 2026-12-05): Ray wrote another worker's line right after
+    # the traceback's last line, without a newline between them
+    text = ("\n".join(["Traceback (most recent call last):",
+                        '  File "/data/grpo/verl/verl/workers/fsdp_workers.py", line 567, in _build_rollout',
+                        "    assert self.world_size % infer_tp == 0",
+                        "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2"
+                        "\x1b[36m(WorkerDict pid=5661)\x1b[0m Model config after override: Qwen2Config {",
+                        '  "architectures": ["Qwen2ForCausalLM"],', "}", ""]))
+    assert triage.first_error(text) == (4, "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2")
+    result = triage.diagnose(text, [], exit_status=1)
+    assert result["line"] == 4
+    assert result["cause"] == ("the first error in the log (line 4): AssertionError: rollout world_size: 1 is not "
+                               "divisible by infer_tp: 2")

@@ -92,7 +92,8 @@ def first_error(text):
     first = verl_log.parse(text or "").get("first_error")
     if first:
         for number, line in enumerate(lines, 1):
-            if line.rstrip().endswith(first):
+            plain = verl_log.strip_ansi(line)
+            if plain.rstrip().endswith(first) or first in plain:
                 return number, first
         return None, first
     for number, line in enumerate(lines, 1):
@@ -128,7 +129,9 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None):
                     "setting": entry["setting"], "upstream": list(entry.get("upstream") or []),
                     "evidence": evidence, "line": at, "first_error": [number, line] if line else None}
     return {"id": "unknown",
-            "cause": ("the first error in the log (line %d): %s" % (number, line)) if line else
+            # first_error gives no line number when it cannot place the error in the text (a log read mid-write)
+            "cause": ("the first error in the log (%s): %s" % ("line %d" % number if number else "line unknown", line))
+            if line else
             ("no error in the log; exit status %s" % exit_status),
             "fix": "read the log from that line; if it is none of the known failures, make a support bundle "
                    "(--tags bundle) and ask upstream with it",

@@ -84,6 +84,11 @@ _ERROR_RECORD = re.compile(r"(?:\[?[\d\-/:,.\sT]*\]?\s*)?\[?(?:ERROR|CRITICAL)\b
 _NOT_A_LITERAL = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)  # from ast.literal_eval
 
 
+def strip_ansi(text):
+    """The text without terminal colour codes (Ray colours its prefixes)."""
+    return _ANSI.sub("", text)
+
+
 def _lines(text):
     """(source, line) for each complete line of ``text``, ANSI codes and Ray prefixes removed.
 
@@ -96,12 +101,22 @@ def _lines(text):
         prefix = _RAY_PREFIX.match(raw)
         source = prefix.group(0).strip() if prefix else ""
         body = _RAY_DEDUP.sub("", raw[prefix.end():] if prefix else raw)
-        if "\r" in body:
-            for frame in body.split("\r"):
-                if frame:
-                    yield source, frame
-        else:
-            yield source, body
+        # Ray writes every worker's output into one stream: another worker's line can follow one that ended
+        # without its newline ("...infer_tp: 2(WorkerDict pid=5661) Model config ..."); each is a line of its own
+        pieces = []
+        glued = _RAY_PREFIX.search(body, 1)
+        while glued:
+            pieces.append((source, body[:glued.start()]))
+            source, body = glued.group(0).strip(), body[glued.end():]
+            glued = _RAY_PREFIX.search(body, 1)
+        pieces.append((source, body))
+        for piece_source, piece in pieces:
+            if "\r" in piece:
+                for frame in piece.split("\r"):
+                    if frame:
+                        yield piece_source, frame
+            else:
+                yield piece_source, piece
 
 
 def _number(text):
