@@ -142,14 +142,11 @@ import hashlib
 import inspect
 import json
 import os
-import re
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import doctor, doctor_probe, npu_smi, workspace
-
-_OVERRIDE = re.compile(r"^[+~]{0,2}([A-Za-z_][\w.]*)=(.*)$", re.S)
+from ansible.module_utils.ascend_grpo import doctor, doctor_probe, npu_smi, triage, workspace
 
 
 def _sha1(path):
@@ -228,12 +225,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    values = {}
-    for text in p["overrides"]:
-        match = _OVERRIDE.match(text)
-        if match:
-            values[match.group(1)] = match.group(2)
-    run = doctor.run_settings(values)
+    run = doctor.run_settings(triage.override_values(p["overrides"]))
     try:
         smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
     except npu_smi.NpuSmiParseError:

@@ -74,6 +74,11 @@ def run_values(script_text):
         words = shlex.split(script_text or "", comments=True)
     except ValueError:
         return {}
+    return override_values(words)
+
+
+def override_values(words):
+    """{key: value} of the Hydra overrides among ``words`` (``key=value``, ``+key=value``; keys with a dot)."""
     out = {}
     for word in words:
         match = re.match(r"^[+~]{0,2}([A-Za-z_][\w.]*)=(.*)$", word, re.S)
