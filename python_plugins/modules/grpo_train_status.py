@@ -7,12 +7,17 @@ DOCUMENTATION = r"""
 module: grpo_train_status
 short_description: Report a training run's state, step, ETA, latest metrics and checkpoints
 description:
-  - Reads the run's detached job (running, finished, failed, stopped), the current log (C(run_dir/logs/latest.log))
-    and the checkpoint folder, and returns one summary; a failed run's reason is the exception at the end of its
-    traceback.
+  - Reads the run's detached job (running, finished, failed, stopped), its logs (every launch's
+    C(run_dir/logs/grpo-*.log), oldest first, so a resumed run's history keeps the steps before the resume; the state
+    is the current log's, C(logs/latest.log)) and the checkpoint folder, and returns one summary; a failed run's
+    reason is the exception at the end of its traceback.
+  - The summary has the latest validation score and the best one (with their steps), where the latest step's time
+    went (generation, log-prob, reference, update, reward, validation, checkpoint, other), the actor's MFU and the
+    device's peak memory, as verl logs them.
   - With C(wait), blocks up to that many seconds while the run is going and has logged no new step, so an C(until)
-    loop shows progress once per step. With C(plot), writes a PNG of score, response length and KL loss against
-    step (needs matplotlib in the environment). Changes nothing else.
+    loop shows progress once per step. With C(plot), writes a PNG of score, response length, KL loss, the
+    validation score and the step-time split against step (needs matplotlib in the environment). With
+    C(compare_root), also reads every run under it and returns them side by side. Changes nothing else.
 options:
   run_dir:
     description: The run folder (holds C(run_grpo.sh) and C(logs/)).
@@ -44,6 +49,14 @@ options:
     type: list
     elements: dict
     default: []
+  tensorboard_dir:
+    description: The run's TensorBoard folder (C(TENSORBOARD_DIR)); its event files are counted.
+    type: path
+  compare_root:
+    description:
+      - The workspace's runs folder (C(runs/<project>/<experiment>)); every run under it that has a log is read and
+        returned in C(compare), with a table in C(compare_table).
+    type: path
 author:
   - GRPO on Ascend maintainers
 """
@@ -130,6 +143,30 @@ plot:
   description: The PNG written (with the C(plot) option and at least one logged step).
   returned: when a plot was written
   type: str
+history:
+  description: >-
+    The run over all its launches: C(segments) (logs read), C(steps) (step numbers of the one timeline the run
+    followed), C(validations) ([step, score] of C(summary.val_metric)).
+  returned: always
+  type: dict
+  sample: {segments: 2, steps: [1, 2, 3, 4], validations: [[0, 0.125], [2, 0.25], [4, 0.375]]}
+tensorboard:
+  description: With C(tensorboard_dir), the folder and how many event files it holds.
+  returned: when tensorboard_dir was given
+  type: dict
+  sample: {dir: /data/grpo/tensorboard/p/e, event_files: 2}
+compare:
+  description: >-
+    With C(compare_root), one row per run: C(project), C(experiment), C(run_dir), C(state) (this run's from its job;
+    another run's from its log: finished, failed, or unfinished), C(step), C(total_steps), C(val_metric),
+    C(val_score)/C(val_step), C(best_val_score)/C(best_val_step), C(score_mean), C(mean_step_time_s), C(segments).
+  returned: when compare_root was given
+  type: list
+  elements: dict
+compare_table:
+  description: The runs side by side, the best validation score first.
+  returned: when compare_root was given
+  type: str
 """
 
 import os
@@ -156,17 +193,61 @@ def _run_values(run_dir):
         return triage.run_values(handle.read())
 
 
+def _read(path):
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        return handle.read()
+
+
+def read_history(run_dir):
+    """(the current log's text, its parse, the run's history over every launch's log: verl_log.merge)."""
+    folder = os.path.join(run_dir, "logs")
+    names = sorted(name for name in os.listdir(folder) if name.startswith("grpo-") and name.endswith(".log")) \
+        if os.path.isdir(folder) else []
+    latest = os.path.join(folder, "latest.log")
+    current = os.path.realpath(latest) if os.path.isfile(latest) else None
+    segments, text, parsed = [], "", verl_log.parse("")
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.realpath(path) != current:  # the current log is read last: it is the run's state
+            segments.append(verl_log.parse(_read(path)))
+    if current:
+        text = _read(current)
+        parsed = verl_log.parse(text)
+        segments.append(parsed)
+    return text, parsed, verl_log.merge(segments)
+
+
+def compare(root, this_run, this_state):
+    """Every run under ``root`` (<project>/<experiment> with a log), as the status's compare rows."""
+    rows = []
+    projects = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    for project in projects:
+        folder = os.path.join(root, project)
+        for experiment in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            run_dir = os.path.join(folder, experiment)
+            _, _, history = read_history(run_dir)
+            if not history["segments"]:
+                continue
+            row = verl_log.summary(history)
+            if os.path.realpath(run_dir) == os.path.realpath(this_run):
+                row["state"] = this_state
+            elif row["state"] in ("training", "starting"):
+                row["state"] = "unfinished"  # its log stops without an end; no job of this run is watched
+            row.update(project=project, experiment=experiment, run_dir=run_dir, segments=history["segments"],
+                       mean_step_time_s=verl_log.mean_step_time(history["steps"]))
+            rows.append({key: row.get(key) for key in (
+                "project", "experiment", "run_dir", "state", "step", "total_steps", "val_metric", "val_score",
+                "val_step", "best_val_score", "best_val_step", "score_mean", "mean_step_time_s", "segments")})
+    return rows
+
+
 def look(p):
     job = jobs.status(p["state_dir"], p["job"])
     log = os.path.join(p["run_dir"], "logs", "latest.log")
-    text = ""
-    if os.path.isfile(log):
-        with open(log, encoding="utf-8", errors="replace", newline="") as handle:
-            text = handle.read()
-    else:
+    if not os.path.isfile(log):
         log = job.get("log")
-    parsed = verl_log.parse(text)
-    summary = verl_log.summary(parsed, now=time.time(), started_at=None)
+    text, parsed, history = read_history(p["run_dir"])
+    summary = verl_log.summary(history, now=time.time(), started_at=None)
     saved = checkpoints(p["checkpoint_dir"])
     # the newest save that finished, from the folder (the log names a step when its save starts, also a cut one)
     summary["last_checkpoint"] = saved["saved"][-1] if saved["saved"] else None
@@ -175,7 +256,15 @@ def look(p):
               "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
               "resumed_from": parsed.get("resumed_from"), "summary": summary,
               "checkpoints": saved,
-              "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {}}
+              "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {},
+              "history": {"segments": history["segments"], "steps": [entry["step"] for entry in history["steps"]],
+                          "validations": [[entry["step"], entry["metrics"][summary["val_metric"]]]
+                                          for entry in history["validations"]
+                                          if summary["val_metric"] in entry["metrics"]]}}
+    if p["tensorboard_dir"]:
+        events = [name for _, _, names in os.walk(p["tensorboard_dir"]) for name in names
+                  if name.startswith("events.out.tfevents.")]
+        result["tensorboard"] = {"dir": p["tensorboard_dir"], "event_files": len(events)}
     if job["state"] == "stopped":
         result["error"] = "stopped on request at %s" % job["stopped_at"]
     elif job["state"] == "failed":
@@ -197,7 +286,7 @@ def look(p):
                         for k in ("score_mean", "kl_loss", "response_length", "step_time_s")
                         if summary.get(k) is not None)
     result["progress"] = "%s: %s%s" % (job["state"], step, (" (" + metrics + ")") if metrics else "")
-    return result, parsed
+    return result, history
 
 
 def main():
@@ -205,7 +294,8 @@ def main():
         argument_spec=dict(run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
                            checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
                            wait=dict(type="float", default=0), plot=dict(type="path"),
-                           triage=dict(type="list", elements="dict", default=[])),
+                           triage=dict(type="list", elements="dict", default=[]),
+                           tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
         supports_check_mode=True,
     )
     p = module.params
@@ -215,6 +305,9 @@ def main():
     while result["running"] and result["steps_logged"] == logged and time.monotonic() < deadline:
         time.sleep(1.0)
         result, parsed = look(p)
+    if p["compare_root"]:
+        result["compare"] = compare(p["compare_root"], p["run_dir"], result["state"])
+        result["compare_table"] = verl_log.render_compare(result["compare"])
     if p["plot"] and parsed["steps"] and not module.check_mode:
         try:
             verl_log.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))

@@ -72,3 +72,51 @@ def test_a_failed_run_says_why_and_what_to_change_with_the_runs_values(tmp_path)
     # without the catalogue: as before, no triage
     assert "triage" not in run_module("grpo_train_status", {"state_dir": str(state), "job": "train",
                                                             "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c")})
+
+
+def _write_log(run, name, text):
+    path = run / "logs" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_history_over_launches_compare_and_tensorboard(tmp_path):
+    """Two launches of one run (the second resumed from step 2), a second experiment beside it, and the run's
+    TensorBoard folder with one event file per launch (SummaryWriter opens a new file each time)."""
+    from test_verl_log_history import VAL, line, train
+
+    runs = tmp_path / "runs" / "proj"
+    run, other = runs / "lr1e-6", runs / "lr3e-6"
+    _write_log(run, "grpo-20261205-100000.log", line(0, {VAL: 0.1}) + train(1, 0.1) + train(2, 0.2, val=0.3)
+               + "(TaskRunner pid=1) local_global_step_folder: /c/global_step_2\n" + train(3, 0.3))
+    second = _write_log(run, "grpo-20261205-110000.log",
+                        "(TaskRunner pid=2) Load from checkpoint folder: /c/global_step_2\n"
+                        + line(2, {VAL: 0.3}) + train(3, 0.35) + train(4, 0.4, val=0.5))
+    os.symlink(second.name, run / "logs" / "latest.log")
+    _write_log(other, "grpo-20261205-120000.log", train(1, 0.1, val=0.2) + "(TaskRunner pid=3) Total training "
+               "steps: 9\n")
+    (runs / "no-log-yet" / "logs").mkdir(parents=True)
+    board = tmp_path / "tensorboard" / "proj" / "lr1e-6"
+    board.mkdir(parents=True)
+    for stamp in ("1733392800", "1733396400"):
+        (board / ("events.out.tfevents.%s.host.42.0" % stamp)).write_bytes(b"")
+    (tmp_path / "state").mkdir()
+    result = run_module("grpo_train_status", {
+        "state_dir": str(tmp_path / "state"), "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c"),
+        "tensorboard_dir": str(board), "compare_root": str(tmp_path / "runs")})
+    assert result["history"] == {"segments": 2, "steps": [1, 2, 3, 4],
+                                 "validations": [[0, 0.1], [2, 0.3], [4, 0.5]]}
+    assert result["steps_logged"] == 2  # this launch's own steps (what a wait counts)
+    summary = result["summary"]
+    assert (summary["val_score"], summary["val_step"], summary["best_val_score"]) == (0.5, 4, 0.5)
+    assert [part["part"] for part in summary["time_split"]] == ["generation", "update", "other"]
+    assert result["tensorboard"] == {"dir": str(board), "event_files": 2}
+    rows = {row["experiment"]: row for row in result["compare"]}
+    assert sorted(rows) == ["lr1e-6", "lr3e-6"]
+    assert (rows["lr1e-6"]["state"], rows["lr1e-6"]["step"], rows["lr1e-6"]["segments"]) == ("absent", 4, 2)
+    assert (rows["lr3e-6"]["state"], rows["lr3e-6"]["best_val_score"], rows["lr3e-6"]["total_steps"]) == (
+        "unfinished", 0.2, 9)
+    table = result["compare_table"].splitlines()
+    assert [cells.split()[1] for cells in table[2:4]] == ["lr1e-6", "lr3e-6"]
+    assert table[2].split()[4] == "0.500@4"

@@ -69,6 +69,16 @@ def test_two_step_run():
         "score_mean": 0.0, "kl_loss": 0.007354736328125, "response_length": 16.0,
         "step_time_s": 0.715178726000886, "throughput": 1826.1169586277406, "pg_loss": 0.0,
         "grad_norm": 0.0005987902404740453, "lr": 0.001, "rollout_diff_max": 3.822625149041414e-05,
+        "mfu": 0.05325546731782089, "peak_memory_gb": 0.0, "reserved_memory_gb": 0.0,
+        "cpu_memory_gb": 4.049953460693359,
+        "time_split": [{"part": part, "seconds": seconds, "share": round(seconds / 0.715178726000886, 4)}
+                       for part, seconds in (("generation", 0.3057130289998895), ("log-prob", 0.09156240700031049),
+                                             ("reference", 0.06899386700024479), ("update", 0.23400399800084415),
+                                             ("reward", 0.011686321999150096),
+                                             ("checkpoint", 0.03563193499940098), ("other", 0.0))],
+        # no validation: the simulated host's run had test_freq -1 and val_before_train false
+        "val_metric": None, "val_score": None, "val_step": None, "best_val_score": None, "best_val_step": None,
+        "validations": 0,
     }
 
 
@@ -109,7 +119,7 @@ def test_start_up_only():
     text = real_log("failed_tp.log")
     text = text[:text.index("Error executing job")]
     parsed = verl_log.parse(text)
-    assert parsed == {"steps": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
+    assert parsed == {"steps": [], "validations": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
                       "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
                       "first_error": None}
@@ -119,7 +129,8 @@ def test_start_up_only():
 
 def test_empty_log():
     parsed = verl_log.parse("")
-    assert parsed == {"steps": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
+    assert parsed == {"steps": [], "validations": [], "total_steps": None, "batches_per_epoch": None,
+                      "total_epochs": None,
                       "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
                       "first_error": None}

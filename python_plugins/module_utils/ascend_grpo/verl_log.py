@@ -48,7 +48,26 @@ METRICS = {
     "lr": "actor/lr",
     # with rollout.calculate_log_probs: how far the rollout's log-probs are from the actor's (the weight sync)
     "rollout_diff_max": "training/rollout_probs_diff_max",
+    # the actor's model FLOPs utilisation, and the memory the device's allocator peaked at (verl's fsdp_workers)
+    "mfu": "perf/mfu/actor",
+    "peak_memory_gb": "perf/max_memory_allocated_gb",
+    "reserved_memory_gb": "perf/max_memory_reserved_gb",
+    "cpu_memory_gb": "perf/cpu_memory_used_gb",
 }
+# RayPPOTrainer._validate: "val-core/<data_source>/<acc or reward>/<mean|maj|best>@<n>" is the score to watch (the
+# core variable at the largest n), "val-aux/..." the rest.
+VAL_PREFIXES = ("val-core/", "val-aux/")
+VAL_CORE = "val-core/"
+# Where a step's time goes: (name, verl's marked_timer keys summed). RayPPOTrainer.fit times them all inside
+# "timing_s/step"; what none of them covers (advantages, profiling, the driver's own work) is "other".
+TIME_SPLIT = (("generation", ("timing_s/gen",)), ("log-prob", ("timing_s/old_log_prob",)),
+              ("reference", ("timing_s/ref",)),
+              ("update", ("timing_s/update_actor", "timing_s/update_critic", "timing_s/values")),
+              ("reward", ("timing_s/reward",)), ("validation", ("timing_s/testing",)),
+              ("checkpoint", ("timing_s/save_checkpoint",)))
+STEP_TIME = "timing_s/step"
+TIME_SHORT = {"generation": "gen", "log-prob": "logp", "reference": "ref", "update": "update", "reward": "reward",
+              "validation": "val", "checkpoint": "ckpt", "other": "other"}
 EPOCH_KEY = "training/epoch"
 ETA_WINDOW = 5  # the ETA uses the mean step time of this many latest steps
 TAIL_LINES = 20  # lines of the fatal traceback kept in ``traceback_tail``
@@ -197,7 +216,10 @@ def parse(text):
 
     - ``steps``: [{"step": int, "metrics": {key: float}}] in step order. A step seen again (the run was resumed
       from an earlier checkpoint) replaces the earlier one, and drops the steps after it, which belong to the
-      abandoned timeline;
+      abandoned timeline. A line of validation metrics only (``val-core/...``, ``val-aux/...``: the validation
+      before training, logged at the step training starts from) is not a step;
+    - ``validations``: [{"step": int, "metrics": {val key: float}}] in step order, the same way: the validation
+      before training (step 0, or the step a resume starts from) and every ``trainer.test_freq``-th step's;
     - ``total_steps``: the last "Total training steps: N", or None;
     - ``batches_per_epoch``: the last "Size of train dataloader: N" (steps in one epoch), or None;
     - ``total_epochs``: ``trainer.total_epochs`` from the config verl prints at start, or None;
@@ -217,7 +239,7 @@ def parse(text):
       others (a worker's, then the driver's); None otherwise.
     """
     steps = []
-    result = {"steps": steps, "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
+    result = {"steps": steps, "validations": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
               "resumed_from": None, "checkpoints_saved": [],
               "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
               "first_error": None}
@@ -252,9 +274,12 @@ def parse(text):
         match = _STEP.search(line)
         if match:
             number = int(match.group(1))
-            while steps and steps[-1]["step"] >= number:
-                steps.pop()
-            steps.append({"step": number, "metrics": _metrics(match.group(2))})
+            metrics = _metrics(match.group(2))
+            _add(result["validations"], number, {key: value for key, value in metrics.items()
+                                                  if key.startswith(VAL_PREFIXES)})
+            if metrics and all(key.startswith(VAL_PREFIXES) for key in metrics):
+                continue  # the validation before training (val_before_train), logged at the step it starts from
+            _add(steps, number, metrics)
             continue
         if _FINAL_VALIDATION in line:
             result["finished"] = True
@@ -285,6 +310,71 @@ def parse(text):
         result["traceback_tail"] = fatal[-1].tail()
         result["first_error"] = fatal[0].error()
     return result
+
+
+def _add(entries, number, metrics):
+    """Append step ``number``'s ``metrics`` to ``entries`` (in step order), dropping the entries at or after it: a
+    step seen again starts a new timeline (a resume from an earlier checkpoint). Empty ``metrics`` only drop."""
+    while entries and entries[-1]["step"] >= number:
+        entries.pop()
+    if metrics:
+        entries.append({"step": number, "metrics": metrics})
+
+
+def merge(segments):
+    """One history from :func:`parse` results of a run's logs, oldest first (each launch writes its own log).
+
+    Each segment continues the history where it resumed: its ``resumed_from`` drops the steps and validations
+    after that step (a timeline abandoned when the run stopped after its last save), and its own steps replace
+    any at or after them (:func:`_add`). State (``finished``, ``error``, ...) is the last segment's; counts it did
+    not log (``total_steps``, ``batches_per_epoch``, ``total_epochs``) come from the newest segment that did.
+    ``segments`` (int) says how many logs were read; ``checkpoints_saved`` is every segment's, in order.
+    """
+    if not segments:
+        return dict(parse(""), segments=0)
+    merged = dict(segments[-1], steps=[], validations=[], checkpoints_saved=[], segments=len(segments))
+    for segment in segments:
+        if segment.get("resumed_from") is not None:
+            _add(merged["steps"], segment["resumed_from"] + 1, None)
+            _add(merged["validations"], segment["resumed_from"] + 1, None)
+        for entry in segment["steps"]:
+            _add(merged["steps"], entry["step"], entry["metrics"])
+        for entry in segment.get("validations", []):
+            _add(merged["validations"], entry["step"], entry["metrics"])
+        for number in segment["checkpoints_saved"]:
+            if number in merged["checkpoints_saved"]:
+                merged["checkpoints_saved"].remove(number)
+            merged["checkpoints_saved"].append(number)
+        for key in ("total_steps", "batches_per_epoch", "total_epochs"):
+            if segment.get(key) is not None:
+                merged[key] = segment[key]
+    return merged
+
+
+def validation_key(validations):
+    """The validation score to watch: the first (by name) ``val-core/...`` key the validations logged, or None."""
+    keys = sorted({key for entry in validations for key in entry["metrics"] if key.startswith(VAL_CORE)})
+    return keys[0] if keys else None
+
+
+def time_split(metrics):
+    """Where one step's time went, from its ``timing_s/...`` metrics: [{"part", "seconds", "share"}] in the order
+    of :data:`TIME_SPLIT` (parts the step did not time are left out), then "other" (the step's time none of them
+    covers; 0 when the parts add up to more, as they can: the rollout's own timings are merged into the same
+    record). ``share`` is of ``timing_s/step`` (0-1, four decimals). [] without a step time."""
+    total = metrics.get(STEP_TIME)
+    if not total or total <= 0:
+        return []
+    parts = []
+    covered = 0.0
+    for name, keys in TIME_SPLIT:
+        timed = [metrics[key] for key in keys if key in metrics]
+        if timed:
+            parts.append({"part": name, "seconds": sum(timed), "share": round(sum(timed) / total, 4)})
+            covered += sum(timed)
+    other = max(total - covered, 0.0)
+    parts.append({"part": "other", "seconds": other, "share": round(other / total, 4)})
+    return parts
 
 
 def _validation(lines, complete=False):
@@ -382,7 +472,9 @@ def summary(parsed, now=None, started_at=None):
     - ``eta_s``: mean ``timing_s/step`` of the latest :data:`ETA_WINDOW` steps x steps remaining; 0.0 when no
       step remains; None when unknown. ``elapsed_s``: seconds since ``started_at``, or None;
     - ``resumed_from``, ``last_checkpoint`` (latest saved step or None), ``error``;
-    - the latest step's metrics under the short names of :data:`METRICS` (None when absent).
+    - the latest step's metrics under the short names of :data:`METRICS` (None when absent);
+    - ``time_split``: where the latest step's time went (:func:`time_split`);
+    - the validation score at its latest and best (:func:`validation_summary`).
     """
     steps = parsed["steps"]
     latest = steps[-1]["metrics"] if steps else {}
@@ -430,7 +522,21 @@ def summary(parsed, now=None, started_at=None):
     }
     for name, key in METRICS.items():
         status[name] = latest.get(key)
+    status["time_split"] = time_split(latest)
+    status.update(validation_summary(parsed.get("validations", [])))
     return status
+
+
+def validation_summary(validations):
+    """The validation score to watch (:func:`validation_key`) at its latest and at its best: ``val_metric``,
+    ``val_score`` and ``val_step`` (the latest validation that logged it), ``best_val_score`` and ``best_val_step``
+    (the highest; the earliest step of a tie), ``validations`` (how many logged it); None/0 without one."""
+    key = validation_key(validations)
+    points = [(entry["step"], entry["metrics"][key]) for entry in validations if key in entry["metrics"]]
+    best = max(points, key=lambda point: (point[1], -point[0])) if points else (None, None)
+    return {"val_metric": key, "val_score": points[-1][1] if points else None,
+            "val_step": points[-1][0] if points else None, "best_val_score": best[1], "best_val_step": best[0],
+            "validations": len(points)}
 
 
 def _hms(seconds):
@@ -454,6 +560,20 @@ def _of_cell(value, total):
     return "%d/%s" % (value, "?" if total is None else total)
 
 
+def _at_cell(score, step):
+    """ "0.375@4" (a validation score and its step), or "-"."""
+    return "-" if score is None else "%.3f@%s" % (score, "?" if step is None else step)
+
+
+def split_text(parts, total):
+    """ "gen 82%, logp 3%, ..., other 2% of 30.8 s" from :func:`time_split`'s parts and the step's seconds, or ""
+    without parts."""
+    if not parts:
+        return ""
+    return "%s of %.1f s" % (", ".join("%s %.0f%%" % (TIME_SHORT.get(part["part"], part["part"]),
+                                                      100 * part["share"]) for part in parts), total)
+
+
 # (header, row -> cell text, right-aligned) in table order; the NPU column only when a row has "npu".
 _TABLE = (
     ("HOST", lambda row: _cell(row.get("host"), "%s"), False),
@@ -466,6 +586,7 @@ _TABLE = (
     ("RESP_LEN", lambda row: _cell(row.get("response_length"), "%.1f"), True),
     ("STEP_S", lambda row: _cell(row.get("step_time_s"), "%.2f"), True),
     ("TOK/S", lambda row: _cell(row.get("throughput"), "%.0f"), True),
+    ("VAL", lambda row: _at_cell(row.get("val_score"), row.get("val_step")), True),
     ("CKPT", lambda row: _cell(row.get("last_checkpoint"), "%d"), True),
 )
 _NPU_COLUMN = ("NPU", lambda row: row.get("npu") or "-", False)
@@ -478,10 +599,12 @@ def render_table(rows):
     summary of the NPU cards as a str), one row each in the given order.
 
     Columns: HOST, STATE, STEP ("2/2"), EPOCH ("1/1"), ETA (h:mm:ss), SCORE (critic/score/mean), KL_LOSS, RESP_LEN
-    (mean response length), STEP_S (seconds per step), TOK/S (throughput), CKPT (latest saved step), then RAY (a
-    cluster node in Ray's view, a str) and NPU when any row has one; "-" for an unknown value. A row with an
-    "error" is followed by an indented ``error: ...`` line, and ``why: ...`` and ``fix: ...`` lines when it has
-    them (a failure the triage catalogue knows). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
+    (mean response length), STEP_S (seconds per step), TOK/S (throughput), VAL (the latest validation score to
+    watch, "score@step"), CKPT (latest saved step), then RAY (a cluster node in Ray's view, a str) and NPU when any
+    row has one; "-" for an unknown value. A row is followed by indented lines when it has them: ``step time:
+    ...`` (:func:`split_text`, then the actor's MFU and the device allocator's peak memory), ``validation: best
+    0.375@4 of 3 logged (<metric>)``; ``error: ...``, ``why: ...`` and ``fix: ...`` for a failure (the last two
+    when the triage catalogue knows it). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
     columns = (_TABLE + ((_RAY_COLUMN,) if any(row.get("ray") for row in rows) else ())
@@ -492,6 +615,15 @@ def render_table(rows):
     out = lines[:2]
     for row, line in zip(rows, lines[2:]):
         out.append(line)
+        if row.get("time_split"):
+            out.append("    step time: %s" % "; ".join(
+                [split_text(row["time_split"], row.get("step_time_s") or 0.0)]
+                + (["MFU %.1f%%" % (100 * row["mfu"])] if row.get("mfu") is not None else [])
+                + (["peak memory %.1f GB" % row["peak_memory_gb"]] if row.get("peak_memory_gb") is not None else [])))
+        if row.get("val_metric"):
+            out.append("    validation: best %s of %d logged (%s)" % (
+                _at_cell(row.get("best_val_score"), row.get("best_val_step")), row.get("validations") or 0,
+                row["val_metric"]))
         if row.get("error"):
             out.append("    error: %s" % row["error"])
         if row.get("why"):
@@ -502,11 +634,14 @@ def render_table(rows):
 
 
 def plot(parsed, path, title=None):
-    """Write a PNG at ``path``: score mean, response length mean and KL loss against step, stacked.
+    """Write a PNG at ``path``: score mean, response length mean and KL loss against step, the validation score
+    to watch (:func:`validation_key`, also at step 0: before training) and, as stacked bars, where each step's
+    time went (:func:`time_split`, seconds).
 
-    ``parsed`` is :func:`parse`'s result; ``title`` goes above the panels. Raises ValueError when the log has no
-    step yet, ImportError when matplotlib is missing. Draws with the Agg canvas directly (no pyplot, no global
-    backend switch), so it works without a display and inside other matplotlib users. Returns ``path``.
+    ``parsed`` is :func:`parse`'s (or :func:`merge`'s) result; ``title`` goes above the panels. Raises ValueError
+    when the log has no step yet, ImportError when matplotlib is missing. Draws with the Agg canvas directly (no
+    pyplot, no global backend switch), so it works without a display and inside other matplotlib users. Returns
+    ``path``.
     """
     steps = parsed["steps"]
     if not steps:
@@ -518,21 +653,86 @@ def plot(parsed, path, title=None):
     except ImportError as exc:
         raise ImportError("plot() needs matplotlib (pip install matplotlib): %s" % exc) from exc
 
-    figure = Figure(figsize=(8, 9), dpi=100, layout="constrained")
+    validations = parsed.get("validations", [])
+    key = validation_key(validations)
+    figure = Figure(figsize=(8, 14), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
-    axes = figure.subplots(len(PLOT_PANELS), 1, sharex=True)
-    for ax, (label, key) in zip(axes, PLOT_PANELS):
-        points = [(entry["step"], entry["metrics"][key]) for entry in steps if key in entry["metrics"]]
+    axes = figure.subplots(len(PLOT_PANELS) + 2, 1, sharex=True)
+    series = [(label, [(entry["step"], entry["metrics"][metric]) for entry in steps if metric in entry["metrics"]])
+              for label, metric in PLOT_PANELS]
+    series.append(("validation\n" + (key.split("/", 1)[1] if key else "score"),
+                   [(entry["step"], entry["metrics"][key]) for entry in validations if key in entry["metrics"]]))
+    for ax, (label, points) in zip(axes, series):
         if points:
             ax.plot([x for x, _ in points], [y for _, y in points], marker="o")
         else:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
-        ax.set_ylabel(label)
+        ax.set_ylabel(label, fontsize=8 if "\n" in label else None)
         ax.grid(True, alpha=0.3)
+    _plot_split(axes[-1], steps)
+    first = min([steps[0]["step"]] + [entry["step"] for entry in validations if key in entry["metrics"]])
     axes[-1].set_xlabel("step")
-    axes[-1].set_xlim(steps[0]["step"] - 0.5, steps[-1]["step"] + 0.5)  # a single step still gets a width
+    axes[-1].set_xlim(first - 0.5, steps[-1]["step"] + 0.5)  # a single step still gets a width
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     if title:
         figure.suptitle(title)
     figure.savefig(path, format="png")
     return path
+
+
+def _plot_split(ax, steps):
+    """Stacked bars of each step's :func:`time_split` (seconds), one colour per part, with a legend."""
+    splits = [(entry["step"], {part["part"]: part["seconds"] for part in time_split(entry["metrics"])})
+              for entry in steps]
+    splits = [(number, parts) for number, parts in splits if parts]
+    names = [name for name, _ in TIME_SPLIT if any(name in parts for _, parts in splits)] + ["other"]
+    if not splits:
+        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
+    else:
+        bottoms = [0.0] * len(splits)
+        for name in names:
+            heights = [parts.get(name, 0.0) for _, parts in splits]
+            ax.bar([number for number, _ in splits], heights, bottom=bottoms, label=TIME_SHORT[name], width=0.8)
+            bottoms = [low + high for low, high in zip(bottoms, heights)]
+        ax.legend(fontsize=7, ncol=4, loc="upper left")
+    ax.set_ylabel("step time (s)")
+    ax.grid(True, alpha=0.3, axis="y")
+
+
+# (header, row -> cell text, right-aligned) of the comparison across runs (render_compare).
+_COMPARE = (
+    ("PROJECT", lambda row: _cell(row.get("project"), "%s"), False),
+    ("EXPERIMENT", lambda row: _cell(row.get("experiment"), "%s"), False),
+    ("STATE", lambda row: _cell(row.get("state"), "%s"), False),
+    ("STEP", lambda row: _of_cell(row.get("step"), row.get("total_steps")), True),
+    ("BEST_VAL", lambda row: _at_cell(row.get("best_val_score"), row.get("best_val_step")), True),
+    ("VAL", lambda row: _at_cell(row.get("val_score"), row.get("val_step")), True),
+    ("SCORE", lambda row: _cell(row.get("score_mean"), "%.3f"), True),
+    ("STEP_S", lambda row: _cell(row.get("mean_step_time_s"), "%.2f"), True),
+    ("LOGS", lambda row: _cell(row.get("segments"), "%d"), True),
+)
+
+
+def mean_step_time(steps):
+    """The mean ``timing_s/step`` of the latest :data:`ETA_WINDOW` steps that logged one, or None."""
+    times = [entry["metrics"][STEP_TIME] for entry in steps[-ETA_WINDOW:] if STEP_TIME in entry["metrics"]]
+    return sum(times) / len(times) if times else None
+
+
+def render_compare(rows):
+    """Runs side by side: one row per run (:func:`summary` dicts plus "project", "experiment", "segments" and
+    "mean_step_time_s"), the best validation score first (runs without one last, then by name). Columns:
+    PROJECT, EXPERIMENT, STATE, STEP, BEST_VAL, VAL (latest), SCORE (latest training score), STEP_S (mean of the
+    latest steps), LOGS (launches read). Each validation metric differs between datasets: a footnote names the
+    metric of each row whose metric is not the first row's."""
+    ordered = sorted(rows, key=lambda row: (row.get("best_val_score") is None, -(row.get("best_val_score") or 0),
+                                            row.get("project") or "", row.get("experiment") or ""))
+    cells = [[render(row) for _, render, _ in _COMPARE] for row in ordered]
+    lines = workspace.text_table([header for header, _, _ in _COMPARE], cells,
+                                 right={i for i, (_, _, right) in enumerate(_COMPARE) if right})
+    metrics = [row.get("val_metric") for row in ordered if row.get("val_metric")]
+    if metrics:
+        lines.append("validation: %s" % metrics[0])
+        lines += ["  %s: %s" % (row.get("experiment"), row["val_metric"]) for row in ordered
+                  if row.get("val_metric") and row["val_metric"] != metrics[0]]
+    return "\n".join(lines)
