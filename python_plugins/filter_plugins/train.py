@@ -84,8 +84,23 @@ def train_status_table(reports):
             row["npu"] = _cards(report["cards"])
         if report.get("ray"):
             row["ray"] = report["ray"]
+        row["tensorboard"] = _tensorboard_line(report)
         rows.append(row)
     return verl_log.render_table(rows)
+
+
+def _tensorboard_line(report):
+    """ "2 event files in DIR; serve them with --tags tensorboard (ADDRESS:PORT), then from a laptop: ssh ..., open
+    URL", or why TensorBoard has no address here; "" without TensorBoard."""
+    board, view = report.get("tensorboard") or {}, report.get("tensorboard_view") or {}
+    if not board:
+        return ""
+    where = "%d event files in %s" % (board.get("event_files", 0), board.get("dir"))
+    if not view:
+        problem = (report.get("tensorboard_bind") or {}).get("problem")
+        return "%s; %s" % (where, problem) if problem else where
+    return ("%s; serve them: ansible-playbook site.yml --tags tensorboard (listens on %s:%d), then from a laptop: "
+            "%s and open %s" % (where, view["address"], view["port"], view["ssh"], view["open"]))
 
 
 class FilterModule:
