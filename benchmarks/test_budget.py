@@ -98,7 +98,23 @@ def _join(job, rows):
     return 0
 
 
+def verl_tarball():
+    """GRPO_VERL_TARBALL as the Makefile sets it for `make test` (molecule is called directly here): the caller's,
+    else ../shared/upstream/verl-<commit>.tar.gz when it is there."""
+    if "GRPO_VERL_TARBALL" in os.environ:
+        return os.environ["GRPO_VERL_TARBALL"]
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as handle:
+        commit = re.search(r"^VERL_COMMIT *:?= *(\S+)", handle.read(), re.M)
+    path = os.path.join(os.path.dirname(ROOT), "shared", "upstream", "verl-%s.tar.gz" % (commit.group(1) if commit
+                                                                                       else ""))
+    return path if commit and os.path.isfile(path) else ""
+
+
 def main(argv):
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--cold", "--check", "--json")]
+    if unknown:
+        print(__doc__.split("Usage: ")[1], file=sys.stderr)
+        return 0 if unknown in (["-h"], ["--help"]) else 2
     cold, check = "--cold" in argv, "--check" in argv
     json_file = argv[argv.index("--json") + 1] if "--json" in argv else None
     only = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--json")]
@@ -108,7 +124,7 @@ def main(argv):
         forget_everything()
     os.makedirs(os.path.join(ROOT, ".test-logs"), exist_ok=True)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""), GRPO_VERL_TARBALL=verl_tarball())
     rows, status, beside = [], 0, {}
     began = time.perf_counter()
     for name, command in phases(check):
