@@ -95,7 +95,8 @@ def _tensorboard_line(report):
     board, view = report.get("tensorboard") or {}, report.get("tensorboard_view") or {}
     if not board:
         return ""
-    where = "%d event files in %s" % (board.get("event_files", 0), board.get("dir"))
+    count = board.get("event_files", 0)
+    where = "%d event file%s in %s" % (count, "" if count == 1 else "s", board.get("dir"))
     if not view:
         problem = (report.get("tensorboard_bind") or {}).get("problem")
         return "%s; %s" % (where, problem) if problem else where

@@ -88,7 +88,7 @@ def test_render_table():
         "--------------------",
         "node-a              finished        2/2    1/1  0:00:00  0.000  0.00735      16.0    0.72   1826    -     2  -",
         # the step lines of train_2_steps.log: gen 0.306 s, ... of timing_s/step 0.715 s
-        "    step time: gen 43%, logp 13%, ref 10%, update 33%, reward 2%, ckpt 5%, other 0% of 0.7 s; MFU 5.3%; "
+        "    step time: gen 41%, logp 12%, ref 9%, update 31%, reward 2%, ckpt 5%, other 0% of 0.8 s; MFU 5.3%; "
         "peak memory 0.0 GB",
         "node-b.example.org  training     42/300    2/?  3:28:33  0.612  0.00123     312.2   48.50   1535    -    40  "
         "8x 910B3 OK, 62% HBM",  # ETA: 48.5 s x 258 steps = 12513 s

@@ -58,14 +58,16 @@ METRICS = {
 # core variable at the largest n), "val-aux/..." the rest.
 VAL_PREFIXES = ("val-core/", "val-aux/")
 VAL_CORE = "val-core/"
-# Where a step's time goes: (name, verl's marked_timer keys summed). RayPPOTrainer.fit times them all inside
-# "timing_s/step"; what none of them covers (advantages, profiling, the driver's own work) is "other".
+# Where a step's time goes: (name, verl's marked_timer keys summed). RayPPOTrainer.fit times generation through
+# the update inside "timing_s/step"; what none of those covers there (advantages, the driver's own work) is "other".
+# Validation ("testing") and the checkpoint save run after the step's timer, in the same iteration.
 TIME_SPLIT = (("generation", ("timing_s/gen",)), ("log-prob", ("timing_s/old_log_prob",)),
               ("reference", ("timing_s/ref",)),
               ("update", ("timing_s/update_actor", "timing_s/update_critic", "timing_s/values")),
               ("reward", ("timing_s/reward",)), ("validation", ("timing_s/testing",)),
               ("checkpoint", ("timing_s/save_checkpoint",)))
 STEP_TIME = "timing_s/step"
+AFTER_STEP = ("validation", "checkpoint")  # timed after timing_s/step ends
 TIME_SHORT = {"generation": "gen", "log-prob": "logp", "reference": "ref", "update": "update", "reward": "reward",
               "validation": "val", "checkpoint": "ckpt", "other": "other"}
 EPOCH_KEY = "training/epoch"
@@ -358,22 +360,27 @@ def validation_key(validations):
 
 
 def time_split(metrics):
-    """Where one step's time went, from its ``timing_s/...`` metrics: [{"part", "seconds", "share"}] in the order
-    of :data:`TIME_SPLIT` (parts the step did not time are left out), then "other" (the step's time none of them
-    covers; 0 when the parts add up to more, as they can: the rollout's own timings are merged into the same
-    record). ``share`` is of ``timing_s/step`` (0-1, four decimals). [] without a step time."""
-    total = metrics.get(STEP_TIME)
-    if not total or total <= 0:
+    """Where one training iteration's time went, from its ``timing_s/...`` metrics: [{"part", "seconds", "share"}]
+    in the order of :data:`TIME_SPLIT` (parts the iteration did not time are left out), then "other".
+
+    The whole is ``timing_s/step`` plus validation and the checkpoint save, which verl@634bd935 times after the
+    step's timer ends (``RayPPOTrainer.fit``); "other" is the part of ``timing_s/step`` that generation, log-prob,
+    reference, update and reward do not cover. ``share`` is of the whole (0-1, four decimals). [] without a step
+    time."""
+    step = metrics.get(STEP_TIME)
+    if not step or step <= 0:
         return []
-    parts = []
-    covered = 0.0
+    parts, inside = [], 0.0
     for name, keys in TIME_SPLIT:
         timed = [metrics[key] for key in keys if key in metrics]
         if timed:
-            parts.append({"part": name, "seconds": sum(timed), "share": round(sum(timed) / total, 4)})
-            covered += sum(timed)
-    other = max(total - covered, 0.0)
-    parts.append({"part": "other", "seconds": other, "share": round(other / total, 4)})
+            parts.append({"part": name, "seconds": sum(timed)})
+            if name not in AFTER_STEP:
+                inside += sum(timed)
+    parts.append({"part": "other", "seconds": max(step - inside, 0.0)})
+    whole = step + sum(part["seconds"] for part in parts if part["part"] in AFTER_STEP)
+    for part in parts:
+        part["share"] = round(part["seconds"] / whole, 4)
     return parts
 
 
@@ -565,11 +572,12 @@ def _at_cell(score, step):
     return "-" if score is None else "%.3f@%s" % (score, "?" if step is None else step)
 
 
-def split_text(parts, total):
-    """ "gen 82%, logp 3%, ..., other 2% of 30.8 s" from :func:`time_split`'s parts and the step's seconds, or ""
+def split_text(parts):
+    """ "gen 82%, logp 3%, ..., other 2% of 30.8 s" from :func:`time_split`'s parts (the whole: their sum), or ""
     without parts."""
     if not parts:
         return ""
+    total = sum(part["seconds"] for part in parts)
     return "%s of %.1f s" % (", ".join("%s %.0f%%" % (TIME_SHORT.get(part["part"], part["part"]),
                                                       100 * part["share"]) for part in parts), total)
 
@@ -617,7 +625,7 @@ def render_table(rows):
         out.append(line)
         if row.get("time_split"):
             out.append("    step time: %s" % "; ".join(
-                [split_text(row["time_split"], row.get("step_time_s") or 0.0)]
+                [split_text(row["time_split"])]
                 + (["MFU %.1f%%" % (100 * row["mfu"])] if row.get("mfu") is not None else [])
                 + (["peak memory %.1f GB" % row["peak_memory_gb"]] if row.get("peak_memory_gb") is not None else [])))
         if row.get("val_metric"):
@@ -662,7 +670,7 @@ def plot(parsed, path, title=None):
     axes = figure.subplots(len(PLOT_PANELS) + 2, 1, sharex=True)
     series = [(label, [(entry["step"], entry["metrics"][metric]) for entry in steps if metric in entry["metrics"]])
               for label, metric in PLOT_PANELS]
-    series.append(("validation\n" + (key.split("/", 1)[1] if key else "score"),
+    series.append(("validation\n" + ("/".join(key.split("/")[-2:]) if key else "score"),
                    [(entry["step"], entry["metrics"][key]) for entry in validations if key in entry["metrics"]]))
     for ax, (label, points) in zip(axes, series):
         if points:
