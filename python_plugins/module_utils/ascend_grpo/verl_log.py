@@ -492,15 +492,10 @@ def summary(parsed, now=None, started_at=None):
     if started_at is not None:
         elapsed = (time.time() if now is None else _seconds(now)) - _seconds(started_at)
 
-    times = [entry["metrics"][METRICS["step_time_s"]] for entry in steps[-ETA_WINDOW:]
-             if METRICS["step_time_s"] in entry["metrics"]]
+    per_step = mean_step_time(steps)
     done_here = step - (parsed["resumed_from"] or 0)  # steps this run made, in ``elapsed``
-    if times:
-        per_step = sum(times) / len(times)
-    elif elapsed is not None and done_here > 0:
+    if per_step is None and elapsed is not None and done_here > 0:
         per_step = elapsed / done_here
-    else:
-        per_step = None
     if remaining == 0:
         eta = 0.0
     elif remaining is not None and per_step is not None:
