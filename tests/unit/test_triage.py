@@ -138,16 +138,16 @@ def test_the_status_table_says_why_a_failed_run_ended_and_the_fix():
     assert table[5].endswith("(actor_rollout_ref.rollout.gpu_memory_utilization)")
 
 
-def test_the_readmes_triage_table_is_generated_from_the_catalogue():
+def test_the_docs_triage_table_is_generated_from_the_catalogue():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "readme_tables.py"), "--check"],
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "docs_tables.py"), "--check"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
-        readme = handle.read()
-    assert all("| `%s` |" % entry["id"] in readme for entry in ENTRIES)
+    with open(os.path.join(ROOT, "docs", "when-it-fails.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    assert all("| `%s` |" % entry["id"] in page for entry in ENTRIES)
 
 
 def test_an_unknown_failure_whose_first_error_has_no_line_number_is_still_named(monkeypatch):
