@@ -122,7 +122,7 @@ def test_python_literal_round_trips(value):
 
 
 def test_opencompass_config_renders_as_python():
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "templates")), undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "roles", "grpo_eval", "templates")), undefined=jinja2.StrictUndefined)
     env.filters.update(python_literal=eval_filters.python_literal, dirname=os.path.dirname,
                        basename=os.path.basename, shell_comment=settings.shell_comment)
     text = env.get_template("opencompass_eval.py.j2").render(

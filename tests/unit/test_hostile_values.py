@@ -71,7 +71,7 @@ def _train(**over):
             values["_grpo_train_cluster_handover"]["records"]["cluster"][key[8:]] = value
         else:
             values[key] = value
-    return _env(os.path.join(ROOT, "templates")).get_template("run_grpo.sh.j2").render(**values)
+    return _env(os.path.join(ROOT, "roles", "grpo_train", "templates")).get_template("run_grpo.sh.j2").render(**values)
 
 
 def _eval(**over):
@@ -85,7 +85,7 @@ def _eval(**over):
             values["_grpo_eval_query"] = {"work_dir": value}
         else:
             values[key] = value
-    return _env(os.path.join(ROOT, "templates")).get_template("run_eval.sh.j2").render(**values)
+    return _env(os.path.join(ROOT, "roles", "grpo_eval", "templates")).get_template("run_eval.sh.j2").render(**values)
 
 
 def _ray(**over):

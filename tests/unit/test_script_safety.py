@@ -53,7 +53,7 @@ def test_a_name_with_a_final_newline_is_refused():
 def test_a_run_folder_with_a_command_after_a_newline_stays_in_its_comment(tmp_path):
     marker = tmp_path / "pwned-grpo"
     run_dir = "/data/grpo/runs/x\ntouch %s #" % marker
-    text = _environment(os.path.join(ROOT, "templates")).get_template("run_grpo.sh.j2").render(
+    text = _environment(os.path.join(ROOT, "roles", "grpo_train", "templates")).get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=["npu-single"], grpo_train_env_scripts=[], grpo_train_env_merged={"A": "1"},
         grpo_train_dir=run_dir, grpo_train_override_list=["trainer.total_epochs=1"], grpo_stack_venv="",
         grpo_common_python="python3", grpo_common_cluster_enabled=False, grpo_train_loggers=["console"],
@@ -81,7 +81,7 @@ def test_an_hccl_key_that_is_a_command_is_never_written(tmp_path):
 
 def test_the_eval_scripts_header_keeps_a_model_name_in_its_comment(tmp_path):
     marker = tmp_path / "pwned-eval"
-    text = _environment(os.path.join(ROOT, "templates")).get_template("run_eval.sh.j2").render(
+    text = _environment(os.path.join(ROOT, "roles", "grpo_eval", "templates")).get_template("run_eval.sh.j2").render(
         _grpo_eval_model={"name": "trained\ntouch %s" % marker}, grpo_eval_profile="npu",
         _grpo_eval_query={"work_dir": "/data/grpo/eval/x"}, grpo_eval_env_scripts=[],
         grpo_eval_env_merged={"B": "x y"}, grpo_eval_venv="/data/grpo/venvs/opencompass")
