@@ -1,5 +1,5 @@
 """The sample's reward (the guide's ``new_math_reward.py``), transcribed line by line from ../shared/DOMAIN.md
-("The sample's reward, exactly"): the reference every speed-up of files/reward/math_reward.py is tested against,
+("The sample's reward, exactly"): the reference every speed-up of roles/assets/files/math_reward.py is tested against,
 and the straightforward design benchmarks/reward_throughput.py measures it against.
 
 Each rule below quotes the DOMAIN.md sentence it transcribes. It runs math_verify in this process with

@@ -1,4 +1,4 @@
-"""Throughput of the GRPO math reward (files/reward/math_reward.py) against the straightforward design: the
+"""Throughput of the GRPO math reward (roles/assets/files/math_reward.py) against the straightforward design: the
 sample's rules as benchmarks/reward_baseline.py transcribes them from DOMAIN.md (math_verify in the calling
 process, the ground truth parsed on every call, nothing cached).
 
@@ -23,7 +23,7 @@ import reward_baseline as baseline  # noqa: E402
 
 def load_fast():
     """Load the reward file the way verl does: by path, under the name custom_module."""
-    path = os.path.join(ROOT, "files", "reward", "math_reward.py")
+    path = os.path.join(ROOT, "roles", "assets", "files", "math_reward.py")
     spec = importlib.util.spec_from_file_location("custom_module", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["custom_module"] = module

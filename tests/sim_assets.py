@@ -50,7 +50,7 @@ ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPLIT_PATTERN = r"'(?:s|t|re|ve|m|ll|d)| ?\\?\p{L}+| ?\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 
 # The tiny model's own chat template: ChatML with Qwen2.5's default system message. (The package deploys its own,
-# templates/chat_template.jinja, over it.)
+# roles/assets/files/chat_template.jinja, over it.)
 CHAT_TEMPLATE = r"""{%- if not messages or messages[0].role != 'system' %}
 {{- '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}
 {%- endif %}

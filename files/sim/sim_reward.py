@@ -3,7 +3,7 @@
 Every MATH reward is 0 for a random model, so GRPO's advantages, and with them the gradients, would be 0 and a run
 on the simulated host could not show that training moves the weights. This adds 0.1 x the share of digits in the
 response (random outputs differ in it, so the responses of one prompt get different scores). Production hosts train
-with the package's reward (files/reward/math_reward.py, deployed by the assets stage), never with this file.
+with the package's reward (roles/assets/files/math_reward.py, deployed by the assets stage), never with this file.
 """
 
 import importlib.util

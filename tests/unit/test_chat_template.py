@@ -1,4 +1,4 @@
-"""templates/chat_template.jinja rendered by transformers itself, and the simulation assets of tests/sim_assets.py
+"""roles/assets/files/chat_template.jinja rendered by transformers itself, and the simulation assets of tests/sim_assets.py
 (tiny Qwen2 model, MATH parquet files, fixture problems) it is tested with."""
 
 import hashlib
@@ -16,7 +16,7 @@ import sim_assets
 from ascend_grpo.math_data import INSTRUCTION, last_boxed
 
 
-TEMPLATE_FILE = os.path.join(ROOT, "templates", "chat_template.jinja")
+TEMPLATE_FILE = os.path.join(ROOT, "roles", "assets", "files", "chat_template.jinja")
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. Think through the problem step by step inside <think> </think> tags, then give "
     "the final answer inside <answer> </answer> tags as \\boxed{}. Use exactly this format:\n"

@@ -228,7 +228,7 @@ def test_the_probe_finds_math_verify_with_its_default_timeouts_failing_off_the_m
 
 def test_the_probe_scores_the_packages_reward_off_the_main_thread(tmp_path):
     pytest.importorskip("math_verify")
-    with open(os.path.join(ROOT, "files", "reward", "math_reward.py"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8") as handle:
         facts = _probe(tmp_path, handle.read())
     row = by_check(doctor.reward_rows(facts, RUN))["reward in a thread"]
     assert row["status"] == "pass", facts["reward"]

@@ -174,7 +174,7 @@ def test_the_issues_values_are_refused_by_name(kind, setting, value, words):
     ("command", "python3"), ("command", "/usr/local/bin/npu-smi"), ("size", "8g"), ("size", 1024),
     ("identifier", "compute_score"), ("text", "Let's think step by step and output the final answer within \\boxed{}."),
     ("profile", "npu-single"), ("profile", "/home/me/my-profile.yml"), ("secret", "p@ss w0rd'\""),
-    ("file", "roles/assets/../../templates/chat_template.jinja"), ("sha256", "0" * 64),
+    ("file", "roles/assets/files/chat_template.jinja"), ("sha256", "0" * 64),
     ("resources", {"NPU": 8, "node:10.0.0.1": 0.5}), ("kwargs", {"max_seq_len": 4096}),
     ("mounts", ["/etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro", "/data:/data"]),
 ])

@@ -1,4 +1,4 @@
-"""The GRPO math reward (files/reward/math_reward.py) against the sample's rules: named cases and the generated
+"""The GRPO math reward (roles/assets/files/math_reward.py) against the sample's rules: named cases and the generated
 property test (each fast path against the reference: test_reward_fast_paths.py; the deadline, threads, batches and
 processes: test_reward_deadline.py, both using this file's helpers).
 
@@ -16,7 +16,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-REWARD_FILE = os.path.join(ROOT, "files", "reward", "math_reward.py")
+REWARD_FILE = os.path.join(ROOT, "roles", "assets", "files", "math_reward.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import reward_baseline as reference  # noqa: E402
 

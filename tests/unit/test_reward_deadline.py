@@ -1,4 +1,4 @@
-"""The GRPO math reward (files/reward/math_reward.py): its deadline, threads, batches and helper processes (the
+"""The GRPO math reward (roles/assets/files/math_reward.py): its deadline, threads, batches and helper processes (the
 helpers and the reference: test_reward.py)."""
 
 import os

@@ -1,4 +1,4 @@
-"""Each fast path of the GRPO math reward (files/reward/math_reward.py) against the reference where it decides: the
+"""Each fast path of the GRPO math reward (roles/assets/files/math_reward.py) against the reference where it decides: the
 numeric shortcut and the explosive answers (the helpers and the reference: test_reward.py)."""
 
 import random

@@ -9,7 +9,7 @@ import sys
 from ascend_grpo import compat, workspace
 from conftest import ROOT, run_module
 
-REWARD = open(os.path.join(ROOT, "files", "reward", "math_reward.py"), encoding="utf-8").read()
+REWARD = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8").read()
 
 
 def _reward(tmp_path, content=REWARD, **extra):
