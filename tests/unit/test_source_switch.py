@@ -35,8 +35,8 @@ def test_an_unreachable_new_source_leaves_the_workspace_as_it_was(tmp_path):
         "grpo_workspace": str(ws), "deps_pinning_verl_source": "git", "deps_pinning_verl_version": COMMIT,
         "deps_pinning_verl_repo": "file://%s/no-such-repo.git" % tmp_path})
     assert done.returncode != 0
-    # the clone's own failure (rescued), then the refusal
-    assert [t for _h, t, _m in done.failed][-1] == "Source | Refuse the switch, the workspace as it was", done.failed
+    # one refusal, by the source step itself
+    assert [t for _h, t, _m in done.failed] == ["Source | Put verl's source tree in place and stamp it"], done.failed
     msg = done.failed[-1][2]
     assert "The verl source changed (deps_pinning_verl_source is git at %s" % COMMIT in msg
     assert "the workspace holds tarball /upstream/verl-%s.tar.gz" % COMMIT in msg
@@ -51,8 +51,8 @@ def test_an_unreachable_new_source_leaves_the_workspace_as_it_was(tmp_path):
 
 
 def test_an_unreachable_repository_on_a_fresh_workspace_is_named_with_the_setting(tmp_path):
-    """No tree yet and the git source cannot be had: the refusal names the settings (it used to pass the clone's
-    check, failed_when clearing its failure, and stop on git's own "cannot change to .../verl")."""
+    """No tree yet and the git source cannot be had: the refusal names the settings (it once passed the clone's
+    check, failed_when clearing its failure, and stopped on git's own "cannot change to .../verl")."""
     ws = tmp_path / "ws"
     ws.mkdir()
     done = run_role(tmp_path, "deps_pinning", {
@@ -60,7 +60,7 @@ def test_an_unreachable_repository_on_a_fresh_workspace_is_named_with_the_settin
         "deps_pinning_verl_repo": "file://%s/no-such-repo.git" % tmp_path})
     assert done.returncode != 0
     (_host, task, msg), = done.failed
-    assert task == "Source | Require the checkout", done.failed
+    assert task == "Source | Put verl's source tree in place and stamp it", done.failed
     assert "Cannot check out verl commit %s from file://%s/no-such-repo.git" % (COMMIT, tmp_path) in msg
     assert "deps_pinning_verl_repo" in msg and "Nothing was installed" in msg
     assert not (ws / "verl").exists()
