@@ -199,6 +199,19 @@ def listening_ports(*proc_net_texts):
     return {port: sorted(set(addresses)) for port, addresses in sorted(out.items())}
 
 
+def listening_here(paths=("/proc/net/tcp", "/proc/net/tcp6")):
+    """{"port": [local address, ...]} of the TCP ports something listens on in this network namespace (port as a
+    string, as a module's result carries it)."""
+    texts = []
+    for name in paths:
+        try:
+            with open(name, encoding="ascii") as handle:
+                texts.append(handle.read())
+        except OSError:
+            continue
+    return {str(port): addresses for port, addresses in listening_ports(*texts).items()}
+
+
 def _address(hexaddr):
     raw = bytes.fromhex(hexaddr)
     # /proc/net/tcp* holds each 32-bit word in host (little-endian) order

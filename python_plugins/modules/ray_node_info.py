@@ -1,0 +1,180 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Ansible module: what the cluster stage needs to know about one node (read-only; ray_node changes it)."""
+
+DOCUMENTATION = r"""
+---
+module: ray_node_info
+short_description: Read what the cluster stage decides with on one node, changing nothing
+description:
+  - Reads the address and the network interface this node reaches C(head_address) through (or those of
+    C(interface)), the Ray and Python versions, every installed distribution (to compare the nodes' stacks), the
+    options this Ray's C(ray start) takes, whether this node's Ray runs, and the TCP ports something listens on
+    (to refuse a Ray port that is taken).
+  - With C(check_port), also tries a TCP connection to C(head_address):C(port) and fails saying why (refused, timed
+    out) when it does not open, so a worker is checked before anything on it changes.
+  - With C(ports), waits up to C(wait_free) seconds for the ports of that plan that something listens on to be
+    freed (a Ray just stopped may hold them for a few seconds), then reports what listens, without failing;
+    C(clashes) names what is still taken.
+  - Read-only (the C(_info) counterpart of C(ray_node)); runs the same in check mode and never reports a change.
+options:
+  head_address:
+    description: The head's address; the route to it names this node's address and interface.
+    type: str
+  port:
+    description: The head's Ray (GCS) port.
+    type: int
+    default: 6379
+  interface:
+    description: Use this network interface instead of the one the route to C(head_address) leaves through.
+    type: str
+  check_port:
+    description: Also try a TCP connection to C(head_address):C(port), and fail saying why when it does not open.
+    type: bool
+    default: false
+  ports:
+    description: The cluster's port plan (C(ray_cluster_ports) rows with setting, first, last, nodes) to look for
+      clashes in.
+    type: list
+    elements: dict
+    default: []
+  role:
+    description: This node's role in the plan (a worker does not use the head's own ports).
+    type: str
+    choices: [head, worker]
+    default: worker
+  wait_free:
+    description: Seconds to wait for the plan's ports to be freed before reporting (0 looks once).
+    type: int
+    default: 0
+author:
+  - GRPO on Ascend maintainers
+"""
+
+EXAMPLES = r"""
+- name: Find the NIC that reaches the head
+  ray_node_info:
+    head_address: 10.0.0.11
+  register: node
+
+- name: Look again, for up to 30 s, at the Ray ports something listens on
+  ray_node_info:
+    ports: "{{ ray_cluster_ports }}"
+    role: worker
+    wait_free: 30
+  register: seen
+"""
+
+RETURN = r"""
+ip:
+  description: This node's address toward the head.
+  returned: always
+  type: str
+interface:
+  description: The network interface with that address.
+  returned: always
+  type: str
+interfaces:
+  description: Every interface with an IPv4 address, name to address.
+  returned: always
+  type: dict
+ray_version:
+  description: The Ray this Python has.
+  returned: always
+  type: str
+python_version:
+  description: This Python's version.
+  returned: always
+  type: str
+packages:
+  description: Every installed distribution, canonical name to version.
+  returned: always
+  type: dict
+ray_options:
+  description: The options this Python's C(ray start) takes, from its CLI's source; null without Ray.
+  returned: always
+  type: list
+listening:
+  description: The TCP ports something listens on in this node's network namespace, port to local addresses.
+  returned: always
+  type: dict
+clashes:
+  description: The plan's settings whose port something listens on (after waiting), as "setting, port, addresses".
+  returned: when ports are given
+  type: list
+reach:
+  description: Why the head's port does not answer (then the module fails), or null when it does.
+  returned: with check_port
+  type: str
+running:
+  description: Whether this node's Ray daemons run.
+  returned: always
+  type: bool
+"""
+
+import platform
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible.module_utils.ascend_grpo import cluster, firewall
+
+
+def route(module, p):
+    """(ip, interface) toward the head, or of the interface asked for; a failure names the settings."""
+    try:
+        if p["interface"]:
+            return cluster.address_of(p["interface"]), p["interface"]
+        if p["head_address"]:
+            return cluster.route_to(p["head_address"], p["port"])
+    except cluster.ClusterError as err:
+        module.fail_json(msg="%s: %s. Set ray_cluster_interface to the NIC that reaches the other hosts, or "
+                             "ray_cluster_head_address to an address of the head they reach" % (
+                                 "interface" if p["interface"] else "the route to the head", err))
+    return None, None
+
+
+def listening_after(ports, role, wait):
+    """What listens, once none of the plan's ports is taken or ``wait`` seconds have passed: (listening, clashes)."""
+    deadline = time.time() + max(wait, 0)
+    while True:
+        listening = firewall.listening_here()
+        taken = firewall.clashes(ports, {int(k): v for k, v in listening.items()}, role) if ports else []
+        if not taken or time.time() >= deadline:
+            return listening, ["%s, %d, %s" % (s, port, " ".join(a)) for s, port, a in taken]
+        time.sleep(2)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            head_address=dict(type="str"),
+            port=dict(type="int", default=cluster.DEFAULT_PORT),
+            interface=dict(type="str"),
+            check_port=dict(type="bool", default=False),
+            ports=dict(type="list", elements="dict", default=[]),
+            role=dict(type="str", choices=["head", "worker"], default="worker"),
+            wait_free=dict(type="int", default=0),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    ip, ifname = route(module, p)
+    listening, clashes = listening_after(p["ports"], p["role"], p["wait_free"])
+    packages = cluster.installed_packages()
+    result = dict(changed=False, ip=ip, interface=ifname, interfaces=cluster.interfaces(),
+                  ray_version=packages.get("ray"), python_version=platform.python_version(), packages=packages,
+                  running=bool(cluster.ray_processes()["raylet"]), listening=listening,
+                  ray_options=cluster.ray_start_options())
+    if p["ports"]:
+        result["clashes"] = clashes
+    if p["check_port"] and p["head_address"]:
+        result["reach"] = cluster.tcp_reachable(p["head_address"], p["port"])
+        if result["reach"]:
+            result.pop("packages")
+            module.fail_json(msg=cluster.join_failure("", p["head_address"], p["port"], result["reach"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
