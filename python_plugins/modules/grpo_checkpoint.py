@@ -9,10 +9,10 @@ short_description: Pick a saved verl checkpoint and merge it into a Hugging Face
 description:
   - Picks the step to evaluate, the newest by default (verl's C(latest_checkpointed_iteration.txt)) or the one
     given; a step that was not saved is refused, naming the saved ones.
-  - C(state=planned) only reports the step, the launch that wrote it and whether the merged folder is current
-    (read-only). C(state=merged) runs C(python -m verl.model_merger merge --backend fsdp) into a fresh folder
-    beside the target and puts it in place, unless the target already matches the checkpoint (a record of the
-    checkpoint's and the merged files' names, sizes and times is kept in it).
+  - Runs C(python -m verl.model_merger merge --backend fsdp) into a fresh folder beside the target and puts it in
+    place, unless the target already matches the checkpoint (a record of the checkpoint's and the merged files'
+    names, sizes and times is kept in it). Which step, and whether its merge is current, without merging, is the
+    read-only C(grpo_checkpoint_info)'s.
   - A target that holds something else (no record, another checkpoint, or files changed since) is moved aside to
     C(<target>.bak-<time>) first, never deleted. The tokenizer and chat template are the ones training saved
     beside the checkpoint; after the merge the chat template is compared with the training's.
@@ -30,11 +30,6 @@ options:
     description: The merged folder is C(target_root/global_step_N).
     type: path
     required: true
-  state:
-    description: planned (report only) or merged.
-    type: str
-    choices: [planned, merged]
-    default: planned
   python:
     description: The Python that has verl (the training stack's).
     type: str
@@ -51,7 +46,6 @@ EXAMPLES = r"""
   grpo_checkpoint:
     checkpoint_dir: /data/grpo/checkpoints/verl_grpo_example_math/qwen2_5_1_5b_math_single
     target_root: /data/grpo/models/merged/verl_grpo_example_math/qwen2_5_1_5b_math_single
-    state: merged
   register: merged
 """
 
@@ -125,7 +119,6 @@ def main():
             checkpoint_dir=dict(type="path", required=True),
             step=dict(type="int", default=0),
             target_root=dict(type="path", required=True),
-            state=dict(type="str", default="planned", choices=["planned", "merged"]),
             python=dict(type="str", default="python3"),
             launches=dict(type="path"),
         ),
@@ -133,32 +126,23 @@ def main():
     )
     p = module.params
     try:
-        picked = evaluation.pick(p["checkpoint_dir"], p["step"])
+        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"])
     except evaluation.EvalError as err:
         module.fail_json(msg=str(err))
-    step, actor_dir = picked["step"], picked["actor_dir"]
-    target = os.path.join(p["target_root"], "global_step_%d" % step)
-    problem = evaluation.writable_problem(target)
-    if problem:
-        module.fail_json(msg="grpo_eval_merged_root: the merged model cannot be written: %s. Point "
-                             "grpo_eval_merged_root at a writable folder (the workspace's models/merged by "
-                             "default)." % problem, step=step, saved=picked["saved"])
-    shards = glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt"))
-    written_at = max(os.stat(s).st_mtime for s in shards)
-    plan = evaluation.merge_plan(actor_dir, target, step)
-    result = dict(changed=False, step=step, saved=picked["saved"], latest=picked["latest"], actor_dir=actor_dir,
-                  target=target, merge=plan["action"], reason=plan["reason"], written_at=written_at)
-    if p["launches"]:
-        launch = evaluation.launch_for(evaluation.read_launches(p["launches"]), written_at)
-        if launch:
-            result["launch"] = launch
-    if plan["action"] == "none" or p["state"] == "planned":
+    backup, source_fingerprint = plan.pop("backup"), plan.pop("source_fingerprint")
+    result = dict(changed=False, **plan)
+    if plan["merge"] == "none":
         module.exit_json(**result)
+    merge(module, p, result, backup, source_fingerprint)
 
+
+def merge(module, p, result, backup, source_fingerprint):
+    """Merge into ``<target>.partial``, check it, keep a folder in the way aside, put the merge in place."""
+    step, actor_dir, target = result["step"], result["actor_dir"], result["target"]
     before = evaluation.read_json(os.path.join(target, evaluation.MERGE_MANIFEST)) or {}
     result["changed"] = True
     result["diff"] = {"before": "merged from step %s\n" % before.get("step") if before else
-                      ("(a folder without a merge record)\n" if plan["backup"] else "(absent)\n"),
+                      ("(a folder without a merge record)\n" if backup else "(absent)\n"),
                       "after": "merged from step %d of %s\n" % (step, p["checkpoint_dir"]),
                       "before_header": target, "after_header": target}
     if module.check_mode:
@@ -184,15 +168,13 @@ def main():
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg="the merged folder's chat template differs from the one training saved in %s" % (
             os.path.join(actor_dir, "huggingface")), **result)
-    if plan["backup"]:
-        backup = workspace.backup_path(target)
-        os.rename(target, backup)
-        result["backup"] = backup
+    if backup:
+        result["backup"] = workspace.backup_path(target)
+        os.rename(target, result["backup"])
     elif os.path.isdir(target):
         os.rmdir(target)  # empty
     os.rename(partial, target)
-    record = evaluation.merge_record(target, step, actor_dir, plan["source_fingerprint"],
-                                     workspace.now_iso())
+    record = evaluation.merge_record(target, step, actor_dir, source_fingerprint, workspace.now_iso())
     with open(os.path.join(target, evaluation.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     module.exit_json(**result)

@@ -1,5 +1,6 @@
 """The grpo_checkpoint module through Ansible, with a stand-in for verl's merger (the real one runs in molecule):
-merge once, skip when current, keep a folder in the way, leave the target alone when the merger fails."""
+merge once, skip when current, keep a folder in the way, leave the target alone when the merger fails; and
+grpo_checkpoint_info, which picks the step and says whether its merge is current without changing anything."""
 
 import json
 import os
@@ -45,11 +46,15 @@ def run(tmp_path):
     (ck / "latest_checkpointed_iteration.txt").write_text("2")
 
     def call(env=None, check=False, **args):
-        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), python=str(python),
-                      state="merged", **args)
+        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), python=str(python), **args)
         return run_module("grpo_checkpoint", params, check=check, env=env)
 
+    def info(**args):
+        return run_module("grpo_checkpoint_info", dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"),
+                                                       **args))
+
     call.tmp = tmp_path
+    call.info = info
     return call
 
 
@@ -101,3 +106,25 @@ def test_an_unsaved_step_is_refused(run):
     result = run(step=5)
     assert result.get("failed") and "grpo_eval_step: step 5 was not saved" in result["msg"]
     assert "saved steps: 1, 2" in result["msg"]
+
+
+def test_info_picks_the_newest_step_and_says_a_merge_is_needed_without_making_one(run):
+    found = run.info()
+    assert found["changed"] is False and not found.get("failed"), found
+    assert found["step"] == 2 and found["saved"] == [1, 2] and found["latest"] == 2
+    assert found["merge"] == "merge" and found["reason"] == "no merged folder yet"
+    assert found["target"] == str(run.tmp / "merged" / "global_step_2")
+    assert not (run.tmp / "merged").exists()
+
+
+def test_info_after_a_merge_says_it_is_current(run):
+    run()
+    found = run.info()
+    assert found["merge"] == "none" and found["reason"] == "it matches step 2's checkpoint", found
+    assert "backup" not in found and "source_fingerprint" not in found
+
+
+def test_info_refuses_an_unsaved_step_naming_the_saved_ones(run):
+    found = run.info(step=5)
+    assert found.get("failed") and "grpo_eval_step: step 5 was not saved" in found["msg"], found
+    assert "saved steps: 1, 2" in found["msg"]

@@ -417,6 +417,32 @@ def _epoch(value):
         return None
 
 
+def checkpoint_plan(checkpoint_dir, step, target_root, launches=None):
+    """The checkpoint to evaluate and what its merge needs, read-only: {step, saved, latest, actor_dir, target,
+    merge (none or merge), reason, written_at, launch (when the history has it), backup, source_fingerprint}.
+    Raises EvalError for a step that was not saved or a merge target that cannot be written."""
+    import glob
+
+    picked = pick(checkpoint_dir, step)
+    step, actor_dir = picked["step"], picked["actor_dir"]
+    target = os.path.join(target_root, "global_step_%d" % step)
+    problem = writable_problem(target)
+    if problem:
+        raise EvalError("grpo_eval_merged_root: the merged model cannot be written: %s. Point grpo_eval_merged_root "
+                        "at a writable folder (the workspace's models/merged by default)." % problem)
+    shards = glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt"))
+    written_at = max(os.stat(s).st_mtime for s in shards)
+    plan = merge_plan(actor_dir, target, step)
+    out = dict(step=step, saved=picked["saved"], latest=picked["latest"], actor_dir=actor_dir, target=target,
+               merge=plan["action"], reason=plan["reason"], written_at=written_at, backup=plan["backup"],
+               source_fingerprint=plan["source_fingerprint"])
+    if launches:
+        launch = launch_for(read_launches(launches), written_at)
+        if launch:
+            out["launch"] = launch
+    return out
+
+
 def launch_for(launches, written_at):
     """The launch that wrote a checkpoint: the last one started before the checkpoint was written."""
     before = [(t, l) for t, l in ((_epoch(l.get("started_at")), l) for l in launches)
