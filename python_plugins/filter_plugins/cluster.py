@@ -4,22 +4,22 @@ from ascend_grpo import cluster, firewall
 
 
 def cluster_plan(envs, hostvars=None, head=""):
-    """``{{ groups['npu_envs'] | map('extract', hostvars) | list | cluster_plan(hostvars, ray_cluster_head) }}``.
+    """``{{ groups['npu_envs'] | map('extract', hostvars) | list | cluster_plan(hostvars, grpo_cluster_head) }}``.
 
-    Each training environment with its NPU host and cards; a host marks itself head with ray_cluster_head_node."""
+    Each training environment with its NPU host and cards; a host marks itself head with grpo_cluster_head_node."""
     nodes = []
     for env in envs:
         host = env.get("grpo_npu_host") or env.get("inventory_hostname")
         marked = False
         if hostvars is not None and host in hostvars:
-            marked = bool(hostvars[host].get("ray_cluster_head_node", False))
+            marked = bool(hostvars[host].get("grpo_cluster_head_node", False))
         nodes.append({"name": env.get("inventory_hostname"), "host": host, "cards": list(env.get("grpo_cards") or []),
                       "head": marked})
     return cluster.plan(nodes, head or None)
 
 
 def cluster_nodes_plan(nodes, head=""):
-    """``{{ [{name, host, cards, head}, ...] | cluster_nodes_plan(ray_cluster_head) }}``: the plan from nodes."""
+    """``{{ [{name, host, cards, head}, ...] | cluster_nodes_plan(grpo_cluster_head) }}``: the plan from nodes."""
     return cluster.plan(list(nodes), head or None)
 
 

@@ -30,9 +30,9 @@ def test_a_marked_host_or_the_setting_names_the_head():
     assert cluster.plan([node("a", [0]), node("b", [0], head=True)])["head"] == "qwen-grpo@b"
     assert cluster.plan([node("a", [0]), node("b", [0], head=True)], head="a")["head_host"] == "a"
     plan = cluster.plan([node("a", [0], True), node("b", [0], True)])
-    assert plan["problems"] == ["hosts a, b are all marked ray_cluster_head_node: mark one"]
+    assert plan["problems"] == ["hosts a, b are all marked grpo_cluster_head_node: mark one"]
     plan = cluster.plan([node("a", [0]), node("b", [0])], head="z")
-    assert "ray_cluster_head is z, which is not an NPU host (they are a, b)" in plan["problems"][0]
+    assert "grpo_cluster_head is z, which is not an NPU host (they are a, b)" in plan["problems"][0]
 
 
 def test_unequal_cards_are_refused_naming_the_hosts_and_the_setting():
@@ -175,7 +175,7 @@ class FakeHostVars(dict):
 def test_the_plan_filter_reads_each_environment_and_the_head_mark_on_its_npu_host():
     envs = [{"inventory_hostname": "qwen-grpo@a", "grpo_npu_host": "a", "grpo_cards": [0]},
             {"inventory_hostname": "qwen-grpo@b", "grpo_npu_host": "b", "grpo_cards": [0]}]
-    hostvars = FakeHostVars(a={}, b={"ray_cluster_head_node": True})
+    hostvars = FakeHostVars(a={}, b={"grpo_cluster_head_node": True})
     plan = cluster_filters.cluster_plan(envs, hostvars, "")
     assert (plan["head"], plan["workers"], plan["nnodes"]) == ("qwen-grpo@b", ["qwen-grpo@a"], 2)
     assert cluster_filters.cluster_plan(envs, hostvars, "a")["head"] == "qwen-grpo@a"

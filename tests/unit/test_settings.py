@@ -91,7 +91,16 @@ def test_a_misspelt_setting_is_refused_naming_the_closest_one():
     assert "see each role's meta/argument_specs.yml" in settings.unknown_settings(["grpo_zzz"], known)[0]
     # what the roles set themselves, and the replaced settings their own stage refuses with its own message
     assert settings.unknown_settings(["grpo_train_env_merged", "ray_cluster_node", "grpo_npu_host",
-                                      "verl_compat_patch_profile", "ray_cluster_head_node"], known) == []
+                                      "verl_compat_patch_profile", "grpo_cluster_head_node"], known) == []
+
+
+def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_their_new_names():
+    known = settings.project_names(ROOT)
+    assert settings.unknown_settings(["ray_cluster_head", "ray_cluster_head_node"], known) == [
+        "ray_cluster_head was renamed to grpo_cluster_head (a setting every stage shares): set grpo_cluster_head "
+        "instead",
+        "ray_cluster_head_node was renamed to grpo_cluster_head_node (a setting every stage shares): set "
+        "grpo_cluster_head_node instead"]
 
 
 def test_the_train_stage_refuses_a_misspelt_setting_before_anything(tmp_path):

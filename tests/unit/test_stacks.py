@@ -67,7 +67,7 @@ def test_bad_stacks_are_refused_naming_the_setting(tmp_path):
 
 
 def resolved(tmp_path, extra):
-    """Each stage's profile setting as Ansible resolves the roles' own defaults with ``extra`` vars: (the run,
+    """Each stage's profile setting as Ansible resolves the roles' own defaults (and grpo_common's) with ``extra`` vars: (the run,
     {stage: value} or None when the run failed)."""
     book, out = tmp_path / "probe.yml", tmp_path / "resolved.json"
     if out.exists():
@@ -75,8 +75,9 @@ def resolved(tmp_path, extra):
     values = "{%s}" % ", ".join("'%s': %s" % (stage, setting) for stage, (_role, setting) in SETTINGS.items())
     book.write_text(yaml.safe_dump([{
         "hosts": "localhost", "gather_facts": False, "connection": "local",
+        # grpo_common first: every stage depends on it, and it holds the shared grpo_stack
         "tasks": [{"ansible.builtin.include_vars": os.path.join(ROLES_DIR, role, "defaults", "main.yml")}
-                  for role, _setting in SETTINGS.values()]
+                  for role in ["grpo_common"] + [role for role, _setting in SETTINGS.values()]]
         + [{"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % values, "dest": str(out), "mode": "0644"}}],
     }]))
     extra = dict(extra, ansible_python_interpreter=sys.executable)

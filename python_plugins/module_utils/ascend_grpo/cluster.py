@@ -46,11 +46,11 @@ def plan(nodes, head=None):
     marked = [n["host"] for n in nodes if n.get("head")]
     if head:
         if head not in hosts:
-            problems.append("ray_cluster_head is %s, which is not an NPU host (they are %s): name one of them"
+            problems.append("grpo_cluster_head is %s, which is not an NPU host (they are %s): name one of them"
                             % (head, ", ".join(hosts)))
             head = hosts[0]
     elif len(marked) > 1:
-        problems.append("hosts %s are all marked ray_cluster_head_node: mark one" % ", ".join(marked))
+        problems.append("hosts %s are all marked grpo_cluster_head_node: mark one" % ", ".join(marked))
         head = marked[0]
     else:
         head = marked[0] if marked else hosts[0]

@@ -397,6 +397,11 @@ def project_names(root):
     return {"settings": settings, "internal": internal, "refused": refused}
 
 
+# Settings that moved to grpo_common (one setting for what several stages share): the old name is refused with the
+# new one, rather than silently ignored.
+RENAMED = {"ray_cluster_head": "grpo_cluster_head", "ray_cluster_head_node": "grpo_cluster_head_node"}
+
+
 def unknown_settings(names, known):
     """The names with one of our prefixes that are neither a setting, nor set by the project itself, nor refused by
     their own stage: one problem each, naming the closest settings."""
@@ -407,6 +412,10 @@ def unknown_settings(names, known):
         if not (isinstance(name, str) and name.startswith(PREFIXES)):
             continue
         if name in known["settings"] or name in known["internal"] or name in known["refused"]:
+            continue
+        if name in RENAMED:
+            out.append("%s was renamed to %s (a setting every stage shares): set %s instead" % (
+                name, RENAMED[name], RENAMED[name]))
             continue
         close = difflib.get_close_matches(name, sorted(known["settings"]), n=1, cutoff=0.75)
         out.append("%s is not a setting of any stage, so it would be ignored: %s" % (
