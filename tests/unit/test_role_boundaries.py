@@ -1,5 +1,5 @@
 """Roles that stand alone: a role reads only its own settings and the shared ones (grpo_common's, grpo_*), every
-file it uses lives in it (no symlink, no role_path/../), and its defaults and its argument specs list the same
+file it uses lives in it (no symlink, no path climbing out of role_path), and its defaults and its argument specs list the same
 settings.
 
 Variables are found as Jinja finds them: every template, and every expression of the YAML files (a value holding
