@@ -233,6 +233,20 @@ def explain_pip_error(text, index_args):
     return "\n".join(lines[-15:])
 
 
+def profile_digest(profile, paths):
+    """sha256 of the profile and the requirement files it reads: a changed profile is not 'satisfied'. A file
+    that is not there yet counts as such (then nothing installed by this profile can match)."""
+    digest = hashlib.sha256(json.dumps(profile, sort_keys=True).encode())
+    for phase in profile["phases"]:
+        for path in phase.get("requirements_files") or []:
+            try:
+                with open(pins.expand(path, paths), encoding="utf-8") as handle:
+                    digest.update(handle.read().encode())
+            except OSError:
+                digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
 def write_constraints(profile, state_dir):
     """The pins as a constraints file in state_dir (used by the plan and by every install phase)."""
     path = os.path.join(state_dir, "constraints.txt")

@@ -64,7 +64,7 @@ def _tail(*texts, limit=400):
 
 def git_head(run, tree):
     """The commit ``tree`` has checked out, or None (no tree, not a git tree)."""
-    if not os.path.isdir(tree):
+    if not tree or not os.path.isdir(tree):
         return None
     rc, out, _err = run(["git", "-C", tree, "rev-parse", "HEAD"])
     return out.strip() if rc == 0 else None
@@ -107,6 +107,18 @@ def git_clone(run, repo, dest, commit):
     if rc != 0:
         return _tail(err, out) or "git clone failed (rc %d)" % rc
     return git_fetch_commit(run, dest, repo, commit) or git_checkout(run, dest, commit)
+
+
+def source_matches(source, state_dir, verl_dir, run):
+    """The stamp in ``state_dir`` equals ``source`` (and a git tree is at the stamped commit): the deps stage's
+    quick look, which decides whether the source step runs at all. True when no source is asked about."""
+    if source is None:
+        return True
+    if read_stamp(state_dir) != source:
+        return False
+    if source.get("kind") == "git":
+        return git_head(run, verl_dir) == source.get("commit")
+    return True
 
 
 def remove_tree(path):
