@@ -11,7 +11,9 @@ description:
     C(assets.json) the model, data and reward, C(train.json) the run and checkpoint folders). A later stage reads
     the records instead of recomputing another role's paths, so a setting changed in one place reaches every stage.
   - With I(read), returns the records of the stages named and fails, naming the stage to run first, when one is
-    missing. With I(stage) and I(record), leaves that record (written atomically, only when it differs). One call
+    missing (a stage also named in I(optional) is left out of C(records) and named in C(missing) instead, for a
+    record that is absent by design, as the container stage's with C(npu_container_mode=none)). With I(stage)
+    and I(record), leaves that record (written atomically, only when it differs). One call
     may do both.
   - Supports check mode (reports the change, writes nothing) and diff.
 options:
@@ -21,6 +23,12 @@ options:
     required: true
   read:
     description: Stages whose records to return, in C(records).
+    type: list
+    elements: str
+    choices: [container, deps, patch, assets, cluster, train, eval]
+    default: []
+  optional:
+    description: Stages of I(read) whose record may be missing (reported in C(missing), not a failure).
     type: list
     elements: str
     choices: [container, deps, patch, assets, cluster, train, eval]
@@ -56,6 +64,11 @@ records:
   returned: always
   type: dict
   sample: {assets: {model_dir: /data/grpo/models/Qwen2.5-1.5B-Instruct, math_json: /data/grpo/data/math/math.json}}
+missing:
+  description: Why each record of I(optional) that could not be read is missing.
+  returned: always
+  type: list
+  elements: str
 path:
   description: The file the record was left in (with I(stage)).
   returned: when I(stage) is given
@@ -75,6 +88,7 @@ def main():
         argument_spec=dict(
             state_dir=dict(type="path", required=True),
             read=dict(type="list", elements="str", default=[], choices=list(workspace.STAGES)),
+            optional=dict(type="list", elements="str", default=[], choices=list(workspace.STAGES)),
             stage=dict(type="str", choices=list(workspace.STAGES)),
             record=dict(type="dict"),
         ),
@@ -82,13 +96,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, records={})
+    result = dict(changed=False, records={}, missing=[])
     missing = []
     for stage in p["read"]:
         try:
             result["records"][stage] = workspace.read_record(p["state_dir"], stage)
         except workspace.MissingRecord as err:
-            missing.append(str(err))
+            (result["missing"] if stage in p["optional"] else missing).append(str(err))
     if missing:
         module.fail_json(msg=" ".join(missing), **result)
     if p["stage"]:

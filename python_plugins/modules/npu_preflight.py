@@ -10,7 +10,9 @@ description:
   - Checks that each requested card has its C(/dev/davinciN) node and that the shared nodes exist as character
     devices, that the driver and add-ons folders exist, that C(npu-smi info) runs and lists every requested card as
     healthy, and that the workspace disk has enough free space.
-  - Reads only; never changes the host. Fails with every problem found, each naming what is missing and the fix.
+  - Reads only; never changes the host. Fails with every problem found, each naming what is missing and the fix;
+    with C(fail_on_problems=false) it only reports them in C(problems), for a caller that lists them together with
+    problems of its own.
   - Returns the parsed C(npu-smi info) table so later tasks can show health, HBM and AICore use.
 options:
   cards:
@@ -47,6 +49,10 @@ options:
     description: Free space needed where the workspace is, in GiB.
     type: float
     default: 50
+  fail_on_problems:
+    description: Fail when a problem is found (false reports them in C(problems) and succeeds).
+    type: bool
+    default: true
 author:
   - GRPO on Ascend maintainers
 """
@@ -107,12 +113,16 @@ def main():
             npu_smi=dict(type="str", default="npu-smi"),
             workspace=dict(type="path", required=True),
             min_free_gib=dict(type="float", default=50),
+            fail_on_problems=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not p["cards"]:
-        module.fail_json(msg="no card requested: set npu_container_visible_devices, e.g. [0]", problems=[])
+        msg = "no card requested: set npu_container_visible_devices, e.g. [0]"
+        if p["fail_on_problems"]:
+            module.fail_json(msg=msg, problems=[])
+        module.exit_json(changed=False, problems=[msg], cards=[], docker_devices=[])
 
     problems = host_checks.check_device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
     problems += host_checks.check_dirs([
@@ -131,7 +141,7 @@ def main():
     result = dict(changed=False, npu_smi=parsed, npu_smi_path=npu_smi_cmd,
                   docker_devices=["%s:/dev/%s" % (node, node.rsplit("/", 1)[-1]) for node in nodes], cards=host_checks.card_summary(parsed, p["cards"]),
                   disk_free_gib=free, problems=problems)
-    if problems:
+    if problems and p["fail_on_problems"]:
         module.fail_json(msg="NPU host not ready:\n- " + "\n- ".join(problems), **result)
     module.exit_json(**result)
 
