@@ -103,6 +103,8 @@ def test_verl_commit_that_does_not_exist(env):
             "workspace holds registry 0.5.0)" % ghost) in message and "exactly as they were" in message, message
     assert (workspace / "verl" / "verl" / "my_edit.py").read_text() == "# mine\n"
     assert not list(workspace.glob("verl.replaced-*")) and not (workspace / "verl.incoming").exists()
+    assert json.loads((workspace / ".grpo" / "verl-source.json").read_text()) == {"kind": "registry",
+                                                                                  "release": "0.5.0"}
 
 
 def test_short_commit_is_refused(env):
@@ -154,6 +156,8 @@ def test_dirty_tree_at_the_pinned_commit_is_accepted(env, tmp_path):
     again = deps(settings)
     assert "Cannot check out" not in again.stdout
     assert "no distribution of six==0.0.42" in again.stdout  # got past the source step
+    # the source step (the verl_source module) saw its stamp and the pinned commit: nothing to do, edits kept
+    assert not [task for _host, task in again.changed if task.startswith("Source |")], again.changed
     assert (workspace / "verl" / "verl" / "__init__.py").read_text() == "# patched\n"
     assert nothing_installed(name)
 
