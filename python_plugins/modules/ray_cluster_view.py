@@ -81,8 +81,6 @@ error:
 """
 
 import json
-import os
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -97,20 +95,21 @@ print("@@nodes " + json.dumps(ray.nodes()))
 """
 
 
-def ask(python, address, env, timeout):
-    """(nodes, error)."""
-    try:
-        proc = subprocess.run([python, "-c", _DRIVER, address], capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, **env), check=False)
-    except subprocess.TimeoutExpired:
+TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
+
+
+def ask(module, python, address, env, timeout):
+    """(nodes, error): one driver's view of the cluster, through run_command under timeout(1)."""
+    rc, out, err = module.run_command(["timeout", str(timeout), python, "-c", _DRIVER, address], environ_update=env)
+    if rc == TIMED_OUT:
         return [], "no answer from %s within %ds" % (address, timeout)
-    except OSError as err:
-        return [], "%s cannot run: %s" % (python, err)
-    for line in proc.stdout.splitlines():
+    if rc == 127:  # timeout's own status for a command it cannot find or run
+        return [], "%s cannot run: %s" % (python, (err or out or "").strip())
+    for line in (out or "").splitlines():
         if line.startswith("@@nodes "):
             return json.loads(line[len("@@nodes "):]), None
-    tail = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()][-4:]
-    return [], "asking %s failed: %s" % (address, " | ".join(tail) or "rc %s" % proc.returncode)
+    tail = [line for line in ((out or "") + (err or "")).splitlines() if line.strip()][-4:]
+    return [], "asking %s failed: %s" % (address, " | ".join(tail) or "rc %s" % rc)
 
 
 def main():
@@ -129,7 +128,7 @@ def main():
     env = {k: str(v) for k, v in p["env"].items()}
     deadline = time.time() + p["wait"]
     while True:
-        nodes, error = ask(p["python"], p["address"], env, p["timeout"])
+        nodes, error = ask(module, p["python"], p["address"], env, p["timeout"])
         view = cluster.compare_nodes(p["expected"], nodes)
         if (not view["missing"] and not error) or time.time() >= deadline:
             break
