@@ -155,3 +155,21 @@ def test_every_default_has_a_spec_and_every_setting_a_default(role):
                                                           if isinstance(option.get("description"), list)
                                                           else [option.get("description") or ""]))]
     assert handed == [], "give each a default in defaults/main.yml, or mark it required / say what sets it"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_defaults_keep_values_and_at_most_a_one_line_pointer(role):
+    # issue 31: a setting is described once, in meta/argument_specs.yml (ansible-doc and the docs' tables show it);
+    # the defaults keep the values, with at most a one-line pointer or group heading between them
+    path = os.path.join(ROOT, "roles", role, "defaults", "main.yml")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    blocks, run = [], 0
+    for number, line in enumerate(lines, 1):
+        run = run + 1 if line.lstrip().startswith("#") else 0
+        if run == 2:
+            blocks.append(number - 1)
+    assert blocks == [], ("comment blocks of several lines at lines %s of %s: a setting's description belongs in "
+                          "meta/argument_specs.yml" % (blocks, os.path.relpath(path, ROOT)))
