@@ -92,13 +92,20 @@ def run_role(tmp_path, role, extra, *args):
                     env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})
 
 
-def run_module(name, params, check=False, env=None):
-    """One of this package's modules run by ``ansible`` on localhost with the tests' Python: its result."""
+def run_module(name, params, check=False, env=None, own_processes=False):
+    """One of this package's modules run by ``ansible`` on localhost with the tests' Python: its result.
+
+    own_processes: in a PID namespace of its own with its own /proc, for a module that looks at the host's
+    processes (Ray's daemons): the Ray a molecule scenario runs in a container beside the unit tests shows in the
+    host's /proc, and must not answer for the node under test."""
     import json
 
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
             "-i", "localhost,", "-m", name, "-a", json.dumps(params),
             "-e", "ansible_python_interpreter=" + sys.executable] + (["--check"] if check else [])
+    if own_processes:
+        argv = ["unshare", "--pid", "--fork", "--mount-proc"] + (
+            [] if os.geteuid() == 0 else ["--user", "--map-root-user"]) + argv
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
                           env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                                    ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json",

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -241,13 +240,23 @@ def test_sharded_folder_needs_every_shard(tmp_path):
 
 def test_check_cli_runs_from_the_files_the_assets_stage_ships(tmp_path):
     """The fetcher runs in the training environment as `python -m ascend_grpo.weights`, from the files the assets
-    stage copies there (its loop in fetch.yml): they must be all it imports."""
+    stage writes there (fetch.yml: grpo_files with the engine_sources filter's answer): they must be all it
+    imports."""
+    import importlib.util
+    import re
+
     tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "assets", "tasks", "fetch.yml"), encoding="utf-8"))
-    shipped = next(t for t in tasks if "ansible.builtin.copy" in t and "loop" in t)["loop"]
-    lib = tmp_path / "lib" / "ascend_grpo"
-    lib.mkdir(parents=True)
-    for name in shipped:
-        shutil.copy(os.path.join(os.path.dirname(weights.__file__), name), lib / name)
+    shipping = next(t for t in tasks if "engine_sources" in str(t.get("grpo_files", {}).get("files", "")))
+    engines = yaml.safe_load(re.search(r"\{\{\s*(\[[^\]]*\])\s*\|\s*engine_sources",
+                                       shipping["grpo_files"]["files"]).group(1))
+    spec = importlib.util.spec_from_file_location(
+        "engine_f", os.path.join(ROOT, "python_plugins", "filter_plugins", "engine.py"))
+    engine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(engine)
+    for item in engine.engine_sources(engines, str(tmp_path / "lib")):
+        os.makedirs(os.path.dirname(item["path"]), exist_ok=True)
+        with open(item["path"], "w", encoding="utf-8") as handle:
+            handle.write(item["content"])
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "lib"))
     src = _model_folder(tmp_path / "tiny")
     # the shipped folder first on the path: a module it lacks is not found in the installed package instead
