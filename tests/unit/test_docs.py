@@ -139,3 +139,17 @@ def test_the_readme_links_every_page_of_docs():
     linked = {os.path.normpath(os.path.join(ROOT, target.split("#")[0])) for target in links(README)}
     pages = set(glob.glob(os.path.join(ROOT, "docs", "*.md")))
     assert not pages - linked, sorted(os.path.relpath(page, ROOT) for page in pages - linked)
+
+
+def test_the_architecture_page_lists_every_module_and_filter_file():
+    """The layout's module and filter tables are generated; each file on disk has its row (a module added without
+    DOCUMENTATION, or a filter file without filters(), fails the generator instead)."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    modules = text.split("<!-- modules table:", 1)[1].split("<!-- end of modules table -->", 1)[0]
+    filters = text.split("<!-- filters table:", 1)[1].split("<!-- end of filters table -->", 1)[0]
+    for path in glob.glob(os.path.join(ROOT, "python_plugins", "modules", "*.py")):
+        assert "| `%s` |" % os.path.basename(path)[:-3] in modules, path
+    for path in glob.glob(os.path.join(ROOT, "python_plugins", "filter_plugins", "*.py")):
+        assert "| `%s` |" % os.path.basename(path) in filters, path
+    assert modules.count("\n| `") == len(glob.glob(os.path.join(ROOT, "python_plugins", "modules", "*.py")))
