@@ -27,9 +27,8 @@ options:
     elements: dict
     default: []
   records:
-    description: Stage records to leave, by stage (C(train), ...), in I(state_dir).
+    description: Stage records to leave, by stage (C(train), ...), in I(state_dir) (which they then require).
     type: dict
-    default: {}
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)), for I(records).
     type: path
@@ -70,7 +69,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(dirs=dict(type="list", elements="path", default=[]),
                            files=dict(type="list", elements="dict", default=[]),
-                           records=dict(type="dict", default={}), state_dir=dict(type="path")),
+                           records=dict(type="dict"), state_dir=dict(type="path")),
         required_by={"records": ["state_dir"]},
         supports_check_mode=True,
     )
@@ -103,7 +102,7 @@ def main():
             diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": text})
         out.append({"path": path, "changed": did, "backup": kept,
                     "checksum": hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()})
-    for stage, record in sorted(p["records"].items()):
+    for stage, record in sorted((p["records"] or {}).items()):
         if stage not in workspace.STAGES or not isinstance(record, dict):
             module.fail_json(msg="records: %r is not a stage's record (stages: %s; a record is a mapping)" % (
                 stage, ", ".join(workspace.STAGES)))

@@ -84,6 +84,16 @@ def test_files_dirs_and_records_in_one_call_with_check_mode(tmp_path):
     assert bad["failed"] and "'deploy' is not a stage's record" in bad["msg"]
 
 
+def test_files_alone_need_no_state_folder(tmp_path):
+    """The assets stage writes the weights engine's files with dirs and files only (no records, no state_dir)."""
+    target = tmp_path / "lib" / "ascend_grpo" / "weights.py"
+    done = run_module("grpo_files", {"dirs": [str(target.parent)],
+                                     "files": [{"path": str(target), "content": "X = 1\n", "mode": "0644"}]})
+    assert not done.get("failed") and done["changed"] and target.read_text() == "X = 1\n", done
+    without_state = run_module("grpo_files", {"records": {"train": {"run_dir": "/x"}}})
+    assert without_state["failed"] and "state_dir" in without_state["msg"]
+
+
 def test_the_report_is_written_once_per_change(tmp_path):
     params = {"state": "reported", "eval_dir": str(tmp_path), "report_name": "p-e-step_2",
               "reports": {"md": "# report\n", "json": json.dumps({"a": 1})}}
