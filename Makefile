@@ -59,7 +59,7 @@ test: test-venv
 	@mkdir -p .test-logs
 	@echo "== lint and the unit tests, then the integration tests, beside molecule (printed when molecule is done)"
 	@set +e; exec 9>"$(ENGINE_LOCK)"; flock -s 9; \
-	nice -n 10 $(MAKE) --no-print-directory beside >.test-logs/beside.log 2>&1 & bpid=$$!; \
+	$(MAKE) --no-print-directory beside >.test-logs/beside.log 2>&1 & bpid=$$!; \
 	exec 9>&-; \
 	$(MAKE) --no-print-directory molecule; mrc=$$?; \
 	wait $$bpid; brc=$$?; \
@@ -70,9 +70,10 @@ test: test-venv
 	test $$mrc -eq 0 && test $$brc -eq 0
 
 # What make test runs beside molecule: the lint beside the unit tests (lint takes one core, pytest two processes),
-# then the integration tests; one line per part with its exit status and seconds.
+# then the integration tests; one line per part with its exit status and seconds. Niced (renice of this recipe's
+# shell, which its parts inherit), so molecule, the critical path, gets the cores first.
 beside: test-venv
-	@set +e; mkdir -p .test-logs; began=$$(date +%s); \
+	@set +e; renice -n 10 -p $$$$ >/dev/null; mkdir -p .test-logs; began=$$(date +%s); \
 	$(MAKE) --no-print-directory lint >.test-logs/lint.log 2>&1 & lpid=$$!; \
 	$(MAKE) --no-print-directory unit >.test-logs/unit.log 2>&1; urc=$$?; \
 	wait $$lpid; lrc=$$?; mid=$$(date +%s); \
