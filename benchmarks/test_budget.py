@@ -6,7 +6,7 @@ cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh
 test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
 It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), the sim
-image, then `make beside` in the background (lint beside the unit tests, then the integration tests; it holds the
+image, then `make beside` in the background (lint, the unit tests on one process, then the integration tests; it holds the
 engine lock the restart drill waits for) beside each molecule scenario step by step (molecule's own test sequence:
 destroy, syntax, create, converge, idempotence, verify, destroy), as `make test` runs them side by side. It prints
 each phase's time, the background parts' own times beside molecule's, the total (wall time) and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
