@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 from conftest import ROOT
 
@@ -47,9 +48,19 @@ def _imports_in_text(source):
     return found
 
 
+def _fetch_yml_engines():
+    """The engines roles/assets/tasks/fetch.yml hands the filter (``{{ [...] | engine_sources(...) }}``)."""
+    with open(os.path.join(ROOT, "roles", "assets", "tasks", "fetch.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    shipping = next(t for t in tasks if "engine_sources" in str(t.get("grpo_files", {}).get("files", "")))
+    return yaml.safe_load(re.search(r"\{\{\s*(\[[^\]]*\])\s*\|\s*engine_sources",
+                                    shipping["grpo_files"]["files"]).group(1))
+
+
 def test_the_written_weights_engine_runs_the_fetch_job_as_fetch_yml_starts_it(tmp_path):
     lib, workspace = tmp_path / "state" / "lib", tmp_path / "workspace"
-    files = engine_sources(["weights"], str(lib) + "/")
+    assert _fetch_yml_engines() == ["weights"]
+    files = engine_sources(_fetch_yml_engines(), str(lib) + "/")
     assert all(f["path"].startswith(str(lib / "ascend_grpo") + "/") and f["mode"] == "0644" for f in files)
     _write(files)
     workspace.mkdir()
@@ -81,6 +92,9 @@ def test_the_written_weights_engine_runs_the_fetch_job_as_fetch_yml_starts_it(tm
     # and its check subcommand agrees that the folder is complete
     check = _host_python(str(lib), ["-m", "ascend_grpo.weights", "check", str(dest)], str(workspace))
     assert (check.returncode, check.stdout.strip()) == (0, "complete"), check.stdout + check.stderr
+    (dest / "config.json").unlink()
+    check = _host_python(str(lib), ["-m", "ascend_grpo.weights", "check", str(dest)], str(workspace))
+    assert check.returncode == 1 and "no config.json" in check.stdout, check.stdout + check.stderr
 
 
 def test_every_package_module_weights_imports_comes_with_it():

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -236,38 +235,6 @@ def test_sharded_folder_needs_every_shard(tmp_path):
         "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
     assert weights.folder_problems(str(src)) == [
         "shards listed in model.safetensors.index.json missing: model-00002-of-00002.safetensors"]
-
-
-def test_check_cli_runs_from_the_files_the_assets_stage_ships(tmp_path):
-    """The fetcher runs in the training environment as `python -m ascend_grpo.weights`, from the files the assets
-    stage writes there (fetch.yml: grpo_files with the engine_sources filter's answer): they must be all it
-    imports."""
-    import importlib.util
-    import re
-
-    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "assets", "tasks", "fetch.yml"), encoding="utf-8"))
-    shipping = next(t for t in tasks if "engine_sources" in str(t.get("grpo_files", {}).get("files", "")))
-    engines = yaml.safe_load(re.search(r"\{\{\s*(\[[^\]]*\])\s*\|\s*engine_sources",
-                                       shipping["grpo_files"]["files"]).group(1))
-    spec = importlib.util.spec_from_file_location(
-        "engine_f", os.path.join(ROOT, "python_plugins", "filter_plugins", "engine.py"))
-    engine = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(engine)
-    for item in engine.engine_sources(engines, str(tmp_path / "lib")):
-        os.makedirs(os.path.dirname(item["path"]), exist_ok=True)
-        with open(item["path"], "w", encoding="utf-8") as handle:
-            handle.write(item["content"])
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "lib"))
-    src = _model_folder(tmp_path / "tiny")
-    # the shipped folder first on the path: a module it lacks is not found in the installed package instead
-    argv = [sys.executable, "-c", "import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; "
-            "runpy.run_module('ascend_grpo.weights', run_name='__main__', alter_sys=True)", str(tmp_path / "lib"),
-            "check", str(src)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
-    assert done.returncode == 0 and done.stdout.strip() == "complete", done.stderr
-    (src / "config.json").unlink()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
-    assert done.returncode == 1 and "no config.json" in done.stdout
 
 
 @pytest.mark.parametrize("hostile", ["../../x.json", "/etc/cron.d/x.json", "sub/../../x.json", "a\\..\\x.json"])
