@@ -58,6 +58,35 @@ def test_stop_reaches_the_whole_process_group(tmp_path):
     assert changed and jobs._group_members(meta_pid) == []
 
 
+def _group_gone(pgid, timeout):
+    deadline = time.monotonic() + timeout
+    while jobs._group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return jobs._group_members(pgid) == []
+
+
+def test_what_the_command_leaves_in_its_group_goes_with_it(tmp_path):
+    """A driver killed from outside leaves Ray's daemons in its group (about a minute before they notice): once the
+    command ends, its status is written and they are stopped, so the job is over at once."""
+    # the command leaves a child behind and fails, as a killed driver leaves raylet and gcs_server
+    began = time.monotonic()
+    jobs.start(str(tmp_path), "leaves", ["sh", "-c", "sleep 300 & exit 3"])
+    pgid = jobs.status(str(tmp_path), "leaves")["pid"]
+    st = _wait_state(tmp_path, "leaves", timeout=8)
+    assert st["state"] == "failed" and st["exit_status"] == 3 and not st["running"]
+    assert _group_gone(pgid, 1) and time.monotonic() - began < jobs.GRACE_S
+
+
+def test_a_leftover_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path):
+    began = time.monotonic()
+    jobs.start(str(tmp_path), "stubborn", ["sh", "-c", "(trap '' TERM; exec sleep 300) & sleep 0.3; exit 0"])
+    pgid = jobs.status(str(tmp_path), "stubborn")["pid"]
+    st = _wait_state(tmp_path, "stubborn", timeout=jobs.GRACE_S + 8)
+    # the status was written before the cleanup: a run that ended well stays finished
+    assert st["state"] == "finished" and st["exit_status"] == 0 and not st["running"]
+    assert _group_gone(pgid, 1) and time.monotonic() - began >= jobs.GRACE_S
+
+
 def test_a_new_run_clears_the_last_runs_status(tmp_path):
     jobs.start(str(tmp_path), "again", ["false"])
     assert _wait_state(tmp_path, "again")["state"] == "failed"

@@ -26,9 +26,20 @@ import time
 from . import workspace
 
 # The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
+# Then what the command left behind in the job's process group goes with it: a driver killed from outside (the OOM
+# killer's SIGKILL) leaves Ray's daemons and workers, which hold the card's memory and Ray's ports for about a minute
+# before they notice on their own, so a rerun in that minute fails. SIGTERM (the wrapper ignores it), then SIGKILL
+# (the wrapper included, its status already written) to whatever is still there GRACE_S seconds later. ``left``
+# reads /proc with shell builtins only: a child of its own would count as something left.
+GRACE_S = 10
 _WRAPPER = 'cd "$1" || exit 97; log="$2"; shift 2; "$@" >>"$log" 2>&1 < /dev/null; rc=$?; ' \
            'printf "%s\\n" "$rc" > "$GRPO_JOB_DIR/exit.tmp" && mv "$GRPO_JOB_DIR/exit.tmp" "$GRPO_JOB_DIR/exit"; ' \
-           'exit "$rc"'
+           'left() { for s in /proc/[0-9]*/stat; do [ "$s" = "/proc/$$/stat" ] && continue; ' \
+           'read -r l < "$s" 2>/dev/null || continue; set -- ${l##*") "}; ' \
+           '[ "$1" != Z ] && [ "$3" = "$$" ] && return 0; done; return 1; }; ' \
+           'if left; then trap "" TERM; kill -TERM 0 2>/dev/null; n=0; ' \
+           'while left && [ "$n" -lt TICKS ]; do sleep 0.2; n=$((n + 1)); done; ' \
+           'left && kill -KILL 0; fi; exit "$rc"'.replace("TICKS", str(GRACE_S * 5))
 
 
 class JobError(Exception):
