@@ -12,12 +12,19 @@ destroy, syntax, create, converge, idempotence, verify, destroy), as `make test`
 each phase's time, the background parts' own times beside molecule's, the total (wall time) and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
 budget, 2.
 
+Before the phases it times this machine itself on a fixed task (one core compiling Python source, as pip and
+imports do; 256 MiB written to /var/tmp and synced), so that runs on different days, or on machines of the same
+kind that differ, can be told from a change in the tests: on 2026-12-06 molecule's verify steps took 30 to 40 %
+longer than on 2026-12-05, with nothing in them changed.
+
 Usage: python3 benchmarks/test_budget.py [--cold] [--check] [--json FILE] [PHASE ...]
+       python3 benchmarks/test_budget.py --probe   (the machine's own figures only)
   --cold   first remove everything the tests cache on this host (the sim containers and image, the download cache
            and the stack's seed under /var/tmp/grpo-cache, the sim folders under /var/tmp/grpo-sim, pip's cache and
            the test venv), then time a fresh machine's `make test` against 45 minutes
   --check  time `make check` (lint, unit tests) against 5 minutes instead
-  --json   also write the figures to FILE
+  --json   also write the figures to FILE (the machine's own figures included)
+  --probe  print the machine's own figures only
   PHASE    run only the phases whose names start with it (e.g. "molecule multinode"), to time them again
 """
 
@@ -73,6 +80,27 @@ def forget_everything():
         shutil.rmtree(path, ignore_errors=True)
 
 
+def machine_probe():
+    """This machine on a fixed task: seconds for one core to compile a fixed 0.4 MB of Python source twice, and
+    MB/s to write 256 MiB to /var/tmp and sync it."""
+    source = "\n".join("def f%d(a, b=%d):\n    x = [a * i + b for i in range(%d)]\n    return {k: v for k, v in "
+                       "enumerate(x) if k %% 3}\n" % (i, i, i % 50) for i in range(4000))
+    start = time.perf_counter()
+    for _ in range(2):
+        compile(source, "<probe>", "exec")
+    cpu = time.perf_counter() - start
+    path, block = "/var/tmp/grpo-probe.bin", os.urandom(1 << 20)
+    start = time.perf_counter()
+    with open(path, "wb") as handle:
+        for _ in range(256):
+            handle.write(block)
+        handle.flush()
+        os.fsync(handle.fileno())
+    disk = 256 * 1.048576 / (time.perf_counter() - start)
+    os.unlink(path)
+    return {"compile_s": round(cpu, 2), "disk_write_mb_s": round(disk)}
+
+
 def _note_end(proc, ended):
     proc.wait()
     ended["at"] = time.perf_counter()
@@ -111,7 +139,7 @@ def verl_tarball():
 
 
 def main(argv):
-    unknown = [a for a in argv if a.startswith("-") and a not in ("--cold", "--check", "--json")]
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--cold", "--check", "--json", "--probe")]
     if unknown:
         print(__doc__.split("Usage: ")[1], file=sys.stderr)
         return 0 if unknown in (["-h"], ["--help"]) else 2
@@ -120,6 +148,11 @@ def main(argv):
     only = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--json")]
     kind = "check" if check else "cold" if cold else "warm"
     budget = MINUTES[kind] * 60
+    probe = machine_probe()
+    print("this machine: compile %.2f s, disk write %d MB/s (the fixed task, before the phases)"
+          % (probe["compile_s"], probe["disk_write_mb_s"]), flush=True)
+    if "--probe" in argv:
+        return 0
     if cold:
         forget_everything()
     os.makedirs(os.path.join(ROOT, ".test-logs"), exist_ok=True)
@@ -184,7 +217,7 @@ def main(argv):
                                                        "" if total <= budget else "  OVER BUDGET"))
     if json_file:
         with open(json_file, "w", encoding="utf-8") as handle:
-            json.dump({"date": datetime.date.today().isoformat(), "kind": kind, "budget_s": budget,
+            json.dump({"date": datetime.date.today().isoformat(), "kind": kind, "budget_s": budget, "machine": probe,
                        "total_s": round(total, 1), "phases": rows, "passed": status == 0}, handle, indent=1)
     if status == 0 and total > budget and not only:
         status = 2
