@@ -59,8 +59,9 @@ def _fetch_yml_engines():
 
 def test_the_written_weights_engine_runs_the_fetch_job_as_fetch_yml_starts_it(tmp_path):
     lib, workspace = tmp_path / "state" / "lib", tmp_path / "workspace"
-    assert _fetch_yml_engines() == ["weights"]
-    files = engine_sources(_fetch_yml_engines(), str(lib) + "/")
+    engines = _fetch_yml_engines()
+    assert engines == ["weights"]
+    files = engine_sources(engines, str(lib) + "/")
     assert all(f["path"].startswith(str(lib / "ascend_grpo") + "/") and f["mode"] == "0644" for f in files)
     _write(files)
     workspace.mkdir()
