@@ -6,11 +6,14 @@ cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh
 test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
 It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), the sim
-image, then `make beside` in the background (lint, the unit tests on one process, then the integration tests; it holds the
-engine lock the restart drill waits for) beside each molecule scenario step by step (molecule's own test sequence:
-destroy, syntax, create, converge, idempotence, verify, destroy), as `make test` runs them side by side. It prints
-each phase's time, the background parts' own times beside molecule's, the total (wall time) and the budget. A failing phase stops the run (its output's tail is printed) and the exit status is 1; over
-budget, 2.
+image, then `make beside` in the background (lint, the unit tests on one process, then the integration tests; it holds
+the engine lock the restart drill waits for) beside molecule's scenarios step by step (molecule's own test sequence:
+destroy, syntax, create, converge, idempotence, verify, destroy): default, and once its converge is done, multinode in
+the background beside default's idempotence and verify (niced, holding the engine lock too), as `make molecule` runs
+them. It prints each phase's time and how many of the machine's cores were busy during it, the background parts' own
+times, the total (wall time) against the budget, and the cores' busy time over the whole run: the work, which no
+arrangement of the phases can fit in less than busy / cores. A failing phase stops the run (its output's tail is
+printed) and the exit status is 1; over budget, 2.
 
 Before the phases it times this machine itself on a fixed task (one core compiling Python source, as pip and
 imports do; 256 MiB written to /var/tmp and synced), so that runs on different days, or on machines of the same
@@ -58,12 +61,21 @@ def phases(check):
     make = ["make", "--no-print-directory"]
     if check:  # make check: lint, then the unit tests
         return [("venv", make + ["test-venv"]), ("lint", make + ["lint"]), ("unit", make + ["unit"])]
+    molecule = os.path.join(VENV_BIN, "molecule")
     rows = [("venv", make + ["test-venv"]), ("sim-image", make + ["sim-image"]),
             ("beside (beside molecule)", make + ["beside"])]
-    for scenario in ("default", "multinode"):
-        rows += [("molecule %s %s" % (scenario, step), [os.path.join(VENV_BIN, "molecule"), step, "-s", scenario])
-                 for step in SCENARIO_STEPS]
-    return rows + [("join beside", None)]
+    rows += [("molecule default %s" % step, [molecule, step, "-s", "default"]) for step in SCENARIO_STEPS[:4]]
+    # as `make molecule`: multinode once default's converge kept the seed, niced, beside default's idempotence and
+    # verify, step by step here (one line per step, as make beside prints its parts), its destroy run in any case
+    steps = " ".join(SCENARIO_STEPS[:-1])
+    rows.append(("molecule multinode (beside default's verify)", [
+        "sh", "-c", 'for step in %s; do began=$(date +%%s); nice -n 5 "$0" $step -s multinode; rc=$?; '
+        'echo "== molecule multinode: $step exit status $rc, $(( $(date +%%s) - began )) s"; '
+        '[ $rc -eq 0 ] || break; done; began=$(date +%%s); "$0" destroy -s multinode; '
+        'echo "== molecule multinode: destroy exit status $?, $(( $(date +%%s) - began )) s"; exit $rc'
+        % steps, molecule]))
+    rows += [("molecule default %s" % step, [molecule, step, "-s", "default"]) for step in SCENARIO_STEPS[4:]]
+    return rows + [("join molecule multinode", None), ("join beside", None)]
 
 
 def forget_everything():
@@ -101,6 +113,13 @@ def machine_probe():
     return {"compile_s": round(cpu, 2), "disk_write_mb_s": round(disk)}
 
 
+def cpu_busy():
+    """Seconds the machine's cores have been busy (all of them added, idle and I/O wait left out) since boot."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        ticks = [int(x) for x in handle.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def _note_end(proc, ended):
     proc.wait()
     ended["at"] = time.perf_counter()
@@ -113,13 +132,15 @@ def _join(job, rows):
     waiter.join()
     rows.append({"phase": name, "seconds": round(ended["at"] - start, 1), "beside": True})
     print("%-34s %7.0f s (exit status %d)" % (name, rows[-1]["seconds"], code), flush=True)
-    with open(path, encoding="utf-8") as handle:  # make beside's own lines: each part's time
+    with open(path, encoding="utf-8") as handle:  # its own lines: each part's time
         for line in handle:
-            # "== beside: lint exit status 0, unit tests exit status 0, 599 s": one row for the parts it names
-            part = re.match(r"== beside: (.+?), (\d+) s$", line.strip())
+            # "== beside: lint exit status 0, unit tests exit status 0, 599 s": one row for the parts it names;
+            # "== molecule multinode: converge exit status 0, 250 s": one row for the step
+            part = re.match(r"== (beside|molecule multinode): (.+?), (\d+) s$", line.strip())
             if part:
-                names = " and ".join(re.findall(r"([a-z][a-z ]*?) exit status", part.group(1)))
-                rows.append({"phase": "  " + names, "seconds": float(part.group(2)), "beside": True})
+                names = " and ".join(re.findall(r"([a-z][a-z ]*?) exit status", part.group(2)))
+                prefix = "" if part.group(1) == "beside" else part.group(1) + " "
+                rows.append({"phase": "  " + prefix + names, "seconds": float(part.group(3)), "beside": True})
                 print("%-34s %7.0f s" % (rows[-1]["phase"], rows[-1]["seconds"]), flush=True)
     if code != 0:
         with open(path, encoding="utf-8") as handle:
@@ -161,7 +182,7 @@ def main(argv):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""), GRPO_VERL_TARBALL=verl_tarball())
     rows, status, beside = [], 0, {}
-    began = time.perf_counter()
+    began, busy_began = time.perf_counter(), cpu_busy()
     for name, command in phases(check):
         if name.startswith("join "):
             key = name[len("join "):]
@@ -175,11 +196,11 @@ def main(argv):
         if "(beside" in name:
             key = name.split(" (")[0]
             lock = None
-            if key == "beside":
+            if key in ("beside", "molecule multinode"):
                 # as `make test`: holding the engine lock shared (molecule's restart drill waits for it)
                 lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
                 fcntl.flock(lock, fcntl.LOCK_SH)
-            path = os.path.join(ROOT, ".test-logs", key + ".log")
+            path = os.path.join(ROOT, ".test-logs", re.sub(r"\W+", "-", key) + ".log")
             with open(path, "w", encoding="utf-8") as log:
                 proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         pass_fds=(lock.fileno(),) if lock else ())
@@ -191,15 +212,17 @@ def main(argv):
             waiter.start()
             beside[key] = (name, time.perf_counter(), proc, waiter, ended, path)
             continue
-        start = time.perf_counter()
+        start, busy = time.perf_counter(), cpu_busy()
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
         # every phase's output is kept, to see where its time went (e.g. with ansible.posix.profile_tasks enabled)
         with open(os.path.join(ROOT, ".test-logs", re.sub(r"\W+", "-", name) + ".log"), "w",
                   encoding="utf-8") as log:
             log.write(proc.stdout + proc.stderr)
-        rows.append({"phase": name, "seconds": round(elapsed, 1)})
-        print("%-34s %7.0f s" % (name, elapsed), flush=True)
+        # the cores' busy time during the phase (what runs beside it included): how much of the machine it left idle
+        rows.append({"phase": name, "seconds": round(elapsed, 1),
+                     "cores_busy": round((cpu_busy() - busy) / (elapsed or 1), 2)})
+        print("%-34s %7.0f s  %4.2f cores busy" % (name, elapsed, rows[-1]["cores_busy"]), flush=True)
         if proc.returncode != 0:
             print((proc.stdout + proc.stderr)[-6000:], file=sys.stderr)
             status = 1
@@ -207,20 +230,27 @@ def main(argv):
     for job in beside.values():  # a run stopped early: still wait for what runs beside
         status = _join(job, rows) or status
     total = time.perf_counter() - began
+    busy = cpu_busy() - busy_began
     print()
     print("%s, %s (%s host)" % ("make check" if check else "make test", datetime.date.today().isoformat(),
                                 kind if not check else "any"))
-    print("%-34s %7s %6s %18s" % ("phase", "seconds", "share", "budget's share"))
+    print("%-34s %7s %6s %18s %12s" % ("phase", "seconds", "share", "budget's share", "cores busy"))
     for row in rows:
-        print("%-34s %7.0f %5.0f%% %17.0f%%%s" % (row["phase"], row["seconds"], 100 * row["seconds"] / (total or 1),
-                                                 100 * row["seconds"] / budget,
-                                                 "  (beside: not added)" if row.get("beside") else ""))
+        print("%-34s %7.0f %5.0f%% %17.0f%% %12s%s" % (row["phase"], row["seconds"],
+                                                      100 * row["seconds"] / (total or 1),
+                                                      100 * row["seconds"] / budget,
+                                                      "%.2f" % row["cores_busy"] if "cores_busy" in row else "",
+                                                      "  (beside: not added)" if row.get("beside") else ""))
     print("%-34s %7.0f  = %.1f min, budget %d min%s" % ("total (wall time)", total, total / 60, MINUTES[kind],
                                                        "" if total <= budget else "  OVER BUDGET"))
+    # the work itself: on this machine's cores the wall time cannot go below busy / cores, however it is arranged
+    print("%-34s %7.0f core-seconds = %.2f of %d cores on average (at best %.1f min on them all)"
+          % ("busy", busy, busy / (total or 1), os.cpu_count(), busy / os.cpu_count() / 60))
     if json_file:
         with open(json_file, "w", encoding="utf-8") as handle:
             json.dump({"date": datetime.date.today().isoformat(), "kind": kind, "budget_s": budget, "machine": probe,
-                       "total_s": round(total, 1), "phases": rows, "passed": status == 0}, handle, indent=1)
+                       "total_s": round(total, 1), "busy_core_s": round(busy), "phases": rows,
+                       "passed": status == 0}, handle, indent=1)
     if status == 0 and total > budget and not only:
         status = 2
     return status
