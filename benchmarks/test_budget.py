@@ -69,7 +69,7 @@ def phases(check):
     # verify, step by step here (one line per step, as make beside prints its parts), its destroy run in any case
     steps = " ".join(SCENARIO_STEPS[:-1])
     rows.append(("molecule multinode (beside default's verify)", [
-        "sh", "-c", 'for step in %s; do began=$(date +%%s); nice -n 5 "$0" $step -s multinode; rc=$?; '
+        "sh", "-c", 'for step in %s; do began=$(date +%%s); nice -n 10 "$0" $step -s multinode; rc=$?; '
         'echo "== molecule multinode: $step exit status $rc, $(( $(date +%%s) - began )) s"; '
         '[ $rc -eq 0 ] || break; done; began=$(date +%%s); "$0" destroy -s multinode; '
         'echo "== molecule multinode: destroy exit status $?, $(( $(date +%%s) - began )) s"; exit $rc'
