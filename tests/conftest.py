@@ -12,7 +12,17 @@ _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
                         "verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz")
 if os.path.isfile(_TARBALL):
     os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
-VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL", _TARBALL)
+VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL") or _TARBALL
+
+
+def need_verl_tarball():
+    """verl's tree at the guide's commit is what the patch, overlay and profile tests read and patch: without it
+    they fail, naming where it was looked for and how to give it. Never a skip: a run that skipped them would pass
+    having proven nothing about the real tree."""
+    if not os.path.isfile(VERL_TARBALL):
+        pytest.fail("verl's tree at the guide's commit (a `git archive` tarball of verl@634bd935) is not at %s: "
+                    "set GRPO_VERL_TARBALL to its path, or put it in ../shared/upstream beside this checkout"
+                    % VERL_TARBALL, pytrace=False)
 # The tests' two folders and the marks that say which a test belongs in (pytest.ini describes both marks).
 UNIT = os.path.join(ROOT, "tests", "unit")
 INTEGRATION = os.path.join(ROOT, "tests", "integration")
@@ -54,8 +64,7 @@ def upstream_634(tmp_path_factory):
     verl/. Copy it (the ``verl634`` fixture) to change anything."""
     import tarfile
 
-    if not os.path.isfile(VERL_TARBALL):
-        pytest.skip("no verl tarball at %s" % VERL_TARBALL)
+    need_verl_tarball()
     where = tmp_path_factory.mktemp("upstream")
     with tarfile.open(VERL_TARBALL) as archive:
         archive.extractall(where, filter="tar")  # permission bits as stored ("data" would clear group write)

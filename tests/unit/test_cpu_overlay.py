@@ -15,22 +15,16 @@ import tarfile
 
 import pytest
 import yaml
-from conftest import ROOT, run_role
+from conftest import ROOT, VERL_TARBALL as TARBALL, need_verl_tarball, run_role
 
 from ascend_grpo import ast_patch
 
-COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
-TARBALL = os.environ.get("GRPO_VERL_TARBALL") or os.path.join(
-    os.path.dirname(ROOT), "shared", "upstream", "verl-%s.tar.gz" % COMMIT)
 ROLE = os.path.join(ROOT, "roles", "verl_compat_patch")
 ROLE_FILES = os.path.join(ROLE, "files")
 
 DEVICE = "verl/utils/device.py"
 WORKERS = "verl/workers/fsdp_workers.py"
 PERFORMANCE = "verl/utils/profiler/performance.py"
-
-needs_tarball = pytest.mark.skipif(not os.path.isfile(TARBALL), reason="no verl tarball at %s" % TARBALL)
-
 
 def load_filters():
     spec = importlib.util.spec_from_file_location("patch_profiles",
@@ -92,16 +86,14 @@ def evaluate(node, device):
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory):
-    if not os.path.isfile(TARBALL):
-        pytest.skip("no verl tarball at %s" % TARBALL)
+    need_verl_tarball()
     return fresh_tree(tmp_path_factory.mktemp("upstream"))
 
 
 @pytest.fixture(scope="module")
 def patched(tmp_path_factory):
     """A tree with vllm0.13.0 then cpu-overlay applied, and the overlay's first results."""
-    if not os.path.isfile(TARBALL):
-        pytest.skip("no verl tarball at %s" % TARBALL)
+    need_verl_tarball()
     root = fresh_tree(tmp_path_factory.mktemp("patched"))
     base = ast_patch.apply_profile(root, ops("vllm0.13.0"))
     overlay = ast_patch.apply_profile(root, ops("cpu-overlay"))
@@ -180,8 +172,7 @@ def test_fsdp_workers_keeps_each_accelerator_choice_and_takes_the_cpu_one_on_cpu
 def test_overlay_alone_applies_but_the_stage_refuses_that_order(tmp_path):
     """Its operations do not touch what vllm0.13.0 changes, so on an unpatched tree they apply; the tree is then
     still broken for vLLM 0.13.0, which is why the stage's preflight refuses any order without the base first."""
-    if not os.path.isfile(TARBALL):
-        pytest.skip("no verl tarball at %s" % TARBALL)
+    need_verl_tarball()
     root = fresh_tree(tmp_path)
     alone = ast_patch.apply_profile(root, ops("cpu-overlay"))
     assert sorted(r["file"] for r in alone if r["changed"]) == sorted([DEVICE, WORKERS, PERFORMANCE])
@@ -221,8 +212,7 @@ def test_profile_list_problems_name_what_to_set():
 def test_one_call_for_both_profiles_is_truthful_in_check_mode(tmp_path):
     """The stage passes both profiles' operations, labelled, to one verl_patch call: in check mode the overlay
     sees the base's (unwritten) changes, nothing is written, and the states come back per profile."""
-    if not os.path.isfile(TARBALL):
-        pytest.skip("no verl tarball at %s" % TARBALL)
+    need_verl_tarball()
     root = fresh_tree(tmp_path)
     entries = ["vllm0.13.0", "cpu-overlay"]
     labelled = ast_patch.resolve_content(
@@ -325,8 +315,7 @@ def stage(tmp_path, root, *args, **settings):
 
 
 def test_the_stage_applies_the_list_in_order_and_refuses_a_wrong_one(tmp_path):
-    if not os.path.isfile(TARBALL):
-        pytest.skip("no verl tarball at %s" % TARBALL)
+    need_verl_tarball()
     root = fresh_tree(tmp_path / "tree")
     before = digest(root)
     rc, out = stage(tmp_path, root, verl_compat_patch_profiles=["cpu-overlay"])
@@ -356,10 +345,10 @@ def test_the_stage_applies_the_list_in_order_and_refuses_a_wrong_one(tmp_path):
     assert digest(root) == patched_once
 
 
-@needs_tarball
 def test_a_profile_that_does_not_fit_the_tree_names_the_tree_it_expects(tmp_path):
     """The vllm0.13.0 profile on a tree without the files it changes (as on verl 0.5.0, which has no
     workers/engine/fsdp/transformer_impl.py): refused, naming the profile, the file, and the tree it is written for."""
+    need_verl_tarball()
     root = fresh_tree(tmp_path / "tree")
     os.remove(os.path.join(root, "verl", "workers", "engine", "fsdp", "transformer_impl.py"))
     entries = ["vllm0.13.0"]

@@ -15,7 +15,7 @@ import tarfile
 import jinja2
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, VERL_TARBALL as TARBALL, need_verl_tarball
 
 from ascend_grpo import overrides as ov
 
@@ -31,9 +31,6 @@ settings_filters = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(settings_filters)
 
 ROLE = os.path.join(ROOT, "roles", "grpo_train")
-COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
-TARBALL = os.environ.get("GRPO_VERL_TARBALL") or os.path.join(
-    os.path.dirname(ROOT), "shared", "upstream", "verl-%s.tar.gz" % COMMIT)
 # what the assets stage records and the cards the container stage gives (the same on both hosts)
 PATHS = {"data": {"train_files": "/data/grpo/data/math/train.parquet", "val_files": "/data/grpo/data/math/test.parquet"},
          "actor_rollout_ref": {"model": {"path": "/data/grpo/models/Qwen2.5-1.5B-Instruct"}},
@@ -152,8 +149,7 @@ def test_the_npu_script_keeps_the_guides_settings():
 
 @pytest.fixture(scope="module")
 def verl_634_config(tmp_path_factory):
-    if not os.path.isfile(TARBALL):
-        pytest.skip("verl's tarball at %s is not on this machine (GRPO_VERL_TARBALL)" % TARBALL)
+    need_verl_tarball()
     root = tmp_path_factory.mktemp("verl634")
     with tarfile.open(TARBALL) as tar:
         members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name]

@@ -67,8 +67,8 @@ def plain_tarball(path):
 
 # --- the real upstream tarball ---------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not os.path.exists(UPSTREAM), reason="the upstream tarball is not on this machine")
 def test_upstream_tarball_is_the_guides_commit():
+    conftest.need_verl_tarball()
     found = source.prove_tarball(UPSTREAM, UPSTREAM_COMMIT)
     assert found["commit"] == UPSTREAM_COMMIT and found["proof"] == "commit"
     assert found["strip_components"] == 1 and found["entries"] > 1000
@@ -84,8 +84,8 @@ def test_upstream_tarball_is_the_guides_commit():
         assert printed == UPSTREAM_COMMIT
 
 
-@pytest.mark.skipif(not os.path.exists(UPSTREAM), reason="the upstream tarball is not on this machine")
 def test_upstream_tarball_against_another_commit_is_refused():
+    conftest.need_verl_tarball()
     other = "0123456789abcdef0123456789abcdef01234567"
     with pytest.raises(source.TarballError) as err:
         source.prove_tarball(UPSTREAM, other)
