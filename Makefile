@@ -47,7 +47,7 @@ demo-multi: venv
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 
 # make test: the sim image, then molecule's scenarios (make molecule: multinode beside default's verify) with the other
-# tests beside them (make beside: the integration tests, then the lint and the unit tests). Molecule waits mostly on
+# tests beside them (make beside: the lint and the unit tests, then the integration tests). Molecule waits mostly on
 # training, pip and Ansible's own tasks, the others on Python and Docker, so on two cores they overlap. Their output
 # goes to .test-logs/{lint,unit,integration}.log and is printed when molecule is done; they hold ENGINE_LOCK (shared)
 # while they run, and molecule's Docker-engine restart drill takes it exclusively (it waits for them, not a clock).
@@ -57,7 +57,7 @@ export GRPO_ENGINE_LOCK := $(ENGINE_LOCK)
 test: test-venv
 	@$(MAKE) --no-print-directory sim-image
 	@mkdir -p .test-logs
-	@echo "== the integration tests, then lint and the unit tests, beside molecule (printed when molecule is done)"
+	@echo "== lint and the unit tests, then the integration tests, beside molecule (printed when molecule is done)"
 	@set +e; exec 9>"$(ENGINE_LOCK)"; flock -s 9; \
 	$(MAKE) --no-print-directory beside >.test-logs/beside.log 2>&1 & bpid=$$!; \
 	exec 9>&-; \
@@ -69,19 +69,17 @@ test: test-venv
 	echo "== molecule: exit status $$mrc; beside it (lint, unit, integration): exit status $$brc"; \
 	test $$mrc -eq 0 && test $$brc -eq 0
 
-# What make test runs beside molecule: the integration tests, then the lint and the unit tests on one process; one
-# line per part with its exit status and seconds. One part at a time on one core, niced (renice of this recipe's
-# shell, which its parts inherit): molecule's default scenario is the critical path. The integration tests go first,
-# beside default's converge: they wait on Docker and the disk, which nice does not share out, and default's verify
-# (about ten verl launches and a thousand tasks through the engine) slows more than its converge when they overlap
-# it; the lint and the unit tests, plain CPU that nice does share out, then go beside the verify.
+# What make test runs beside molecule: the lint, the unit tests on one process, then the integration tests; one line
+# per part with its exit status and seconds. One part at a time on one core, niced (renice of this recipe's shell,
+# which its parts inherit): molecule is the critical path (about 30 minutes against their 15), and the stack's
+# install in its converge is disk-bound, so the fewer processes beside it, the sooner it ends.
 beside: test-venv
 	@set +e; renice -n 10 -p $$$$ >/dev/null; mkdir -p .test-logs; began=$$(date +%s); \
-	$(MAKE) --no-print-directory integration >.test-logs/integration.log 2>&1; irc=$$?; mid=$$(date +%s); \
-	echo "== beside: integration tests exit status $$irc, $$((mid - began)) s"; \
 	$(MAKE) --no-print-directory lint >.test-logs/lint.log 2>&1; lrc=$$?; \
-	$(MAKE) --no-print-directory unit UNIT_PROCS=1 >.test-logs/unit.log 2>&1; urc=$$?; \
-	echo "== beside: lint exit status $$lrc, unit tests exit status $$urc, $$(( $$(date +%s) - mid )) s"; \
+	$(MAKE) --no-print-directory unit UNIT_PROCS=1 >.test-logs/unit.log 2>&1; urc=$$?; mid=$$(date +%s); \
+	echo "== beside: lint exit status $$lrc, unit tests exit status $$urc, $$((mid - began)) s"; \
+	$(MAKE) --no-print-directory integration >.test-logs/integration.log 2>&1; irc=$$?; \
+	echo "== beside: integration tests exit status $$irc, $$(( $$(date +%s) - mid )) s"; \
 	test $$lrc -eq 0 && test $$urc -eq 0 && test $$irc -eq 0
 
 # The simulated host's image and folders, built once before the tests that use them run side by side.

@@ -6,14 +6,14 @@ cache and the stack's seed are on the host (warm), at most 45 minutes on a fresh
 test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 
 It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), the sim
-image, then `make beside` in the background (the integration tests, then lint and the unit tests on one process; it
-holds the engine lock the restart drill waits for) beside molecule's scenarios step by step (molecule's own test
-sequence: destroy, syntax, create, converge, idempotence, verify, destroy): default, and once its converge is done,
-multinode in the background beside default's idempotence and verify (niced, holding the engine lock too), as `make
-molecule` runs them. It prints each phase's time and how many of the machine's cores were busy during it, the
-background parts' own times, the total (wall time) against the budget, and the cores' busy time over the whole run:
-the work, which no arrangement of the phases can fit in less than busy / cores. A failing phase stops the run (its
-output's tail is printed) and the exit status is 1; over budget, 2.
+image, then `make beside` in the background (lint, the unit tests on one process, then the integration tests; it holds
+the engine lock the restart drill waits for) beside molecule's scenarios step by step (molecule's own test sequence:
+destroy, syntax, create, converge, idempotence, verify, destroy): default, and once its converge is done, multinode in
+the background beside default's idempotence and verify (niced, holding the engine lock too), as `make molecule` runs
+them. It prints each phase's time and how many of the machine's cores were busy during it, the background parts' own
+times, the total (wall time) against the budget, and the cores' busy time over the whole run: the work, which no
+arrangement of the phases can fit in less than busy / cores. A failing phase stops the run (its output's tail is
+printed) and the exit status is 1; over budget, 2.
 
 Before the phases it times this machine itself on a fixed task (one core compiling Python source, as pip and
 imports do; 256 MiB written to /var/tmp and synced), so that runs on different days, or on machines of the same
@@ -56,7 +56,7 @@ def sim_image():
 
 def phases(check):
     """(name, argv) in `make test`'s order. A name ending "(beside ...)" runs in the background beside the next
-    phases (make beside: the integration tests, then lint and the unit tests, beside molecule); "join NAME" waits
+    phases (make beside: lint and the unit tests, then the integration tests, beside molecule); "join NAME" waits
     for it."""
     make = ["make", "--no-print-directory"]
     if check:  # make check: lint, then the unit tests
@@ -220,11 +220,9 @@ def main(argv):
                   encoding="utf-8") as log:
             log.write(proc.stdout + proc.stderr)
         # the cores' busy time during the phase (what runs beside it included): how much of the machine it left idle
-        rows.append({"phase": name, "seconds": round(elapsed, 1)})
-        if elapsed >= 5:  # the kernel counts in ticks: over a second or two the figure means little
-            rows[-1]["cores_busy"] = round((cpu_busy() - busy) / elapsed, 2)
-        print("%-34s %7.0f s%s" % (name, elapsed, "  %4.2f cores busy" % rows[-1]["cores_busy"]
-                                   if "cores_busy" in rows[-1] else ""), flush=True)
+        rows.append({"phase": name, "seconds": round(elapsed, 1),
+                     "cores_busy": round((cpu_busy() - busy) / (elapsed or 1), 2)})
+        print("%-34s %7.0f s  %4.2f cores busy" % (name, elapsed, rows[-1]["cores_busy"]), flush=True)
         if proc.returncode != 0:
             print((proc.stdout + proc.stderr)[-6000:], file=sys.stderr)
             status = 1
