@@ -108,10 +108,11 @@ integration: test-venv
 # destroy): default (one simulated host, the whole chain), and multinode (two hosts as one Ray cluster) beside default's
 # idempotence and verify, once default's converge has kept the stack's seed its two nodes start from. Default's verify
 # leaves about 45 % of the two cores idle (Ansible's tasks and waits between the runs), which multinode's runs use, so
-# both end sooner than one after the other. Multinode runs niced as much as make beside: default's chain is the
-# longest path, and whatever slows it lengthens the whole run (at nice 5, multinode and beside ended 320 s before
-# default, which then ran its last drills on one busy core). Its output is in .test-logs/molecule-multinode.log (its
-# end printed when default is done); it holds ENGINE_LOCK shared: the engine-restart drill waits for it to end.
+# both end sooner than one after the other (39.5 min warm before, 31.4 to 32.0 after). Multinode runs niced as make
+# beside does, as default's chain is the longest path; nice shares out only the CPU, though: at nice 5 or 10 alike,
+# default's verify took about 1,400 s beside the others against 866 s alone. Its output is in
+# .test-logs/molecule-multinode.log (its end printed when default is done); it holds ENGINE_LOCK shared: the
+# engine-restart drill waits for it to end.
 # Default's last destroy runs whatever failed before it.
 molecule: test-venv
 	@set +e; mkdir -p .test-logs; rc=0; mpid=; \
