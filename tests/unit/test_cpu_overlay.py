@@ -26,6 +26,7 @@ DEVICE = "verl/utils/device.py"
 WORKERS = "verl/workers/fsdp_workers.py"
 PERFORMANCE = "verl/utils/profiler/performance.py"
 
+
 def load_filters():
     spec = importlib.util.spec_from_file_location("patch_profiles",
                                                   os.path.join(ROLE, "filter_plugins", "patch_profiles.py"))
