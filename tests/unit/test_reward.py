@@ -198,18 +198,53 @@ def _reference_correct(cases):
     return [reference.correctness(text, truth) == 0.7 for text, truth in cases]
 
 
+# The reference's answers are kept on disk between runs (the test cache, as test_ast_patch's downloads): it is the
+# slowest part of the unit tests (about 70 core-seconds for the 20,000 responses) and a pure function of its inputs.
+# The key holds everything the answers depend on: the cases themselves, the function asked, the reference's source
+# and the versions of what it calls, so a change to any of them computes them again. The reward under test always
+# runs in full.
+CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
+REFERENCE_DEPENDS = ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime")
+
+
+def _reference_key(cases, function):
+    import hashlib
+    import importlib.metadata
+    import json
+
+    digest = hashlib.sha256()
+    with open(reference.__file__, "rb") as source:
+        digest.update(source.read())
+    versions = {name: importlib.metadata.version(name) for name in REFERENCE_DEPENDS}
+    digest.update(json.dumps([function.__name__, sys.version, versions, cases]).encode())
+    return digest.hexdigest()
+
+
 def reference_scores(cases, processes=2, function=_reference_scores):
     """The reference's scores (or another ``function`` of it), computed in ``processes`` forked processes
-    (math_verify's time limits use signal.alarm, so each runs the reference in its own main thread)."""
+    (math_verify's time limits use signal.alarm, so each runs the reference in its own main thread), or read back
+    from the test cache when these cases were asked of this reference before."""
+    import json
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    kept = os.path.join(CACHE, "reward-reference", _reference_key(cases, function) + ".json")
+    if os.path.isfile(kept):
+        with open(kept) as answers:
+            out = json.load(answers)
+        if len(out) == len(cases):
+            return out
     chunks = [cases[i::processes] for i in range(processes)]
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
         parts = list(pool.map(function, chunks))
     out = [None] * len(cases)
     for i, part in enumerate(parts):
         out[i::processes] = part
+    os.makedirs(os.path.dirname(kept), exist_ok=True)
+    part = "%s.%d.part" % (kept, os.getpid())
+    with open(part, "w") as answers:
+        json.dump(out, answers)
+    os.replace(part, kept)
     return out
 
 
@@ -225,6 +260,17 @@ def test_equal_to_the_reference_on_20000_generated_responses():
     reasons = {reference.reasoning_score(text) for text, _ in cases}
     assert {0.0, F1, F2, F3, F4} <= formats and len(formats) > 10
     assert reasons == {0.0, 0.05, 0.1}
+
+
+def test_the_kept_reference_answers_are_the_references_own():
+    """What the cache hands back equals the reference computed now, on a sample; and the key moves with the cases
+    and the function asked, so other cases or another question never read these answers."""
+    cases = generated(20_000, seed=15)
+    first = reference_scores(cases)  # computed, or read back when test_equal_to... kept it
+    sample = list(range(0, len(cases), 97))
+    assert [first[i] for i in sample] == _reference_scores([cases[i] for i in sample])
+    assert _reference_key(cases, _reference_scores) != _reference_key(cases[:-1], _reference_scores)
+    assert _reference_key(cases, _reference_scores) != _reference_key(cases, _reference_correct)
 
 
 def test_format_and_reasoning_equal_the_reference_on_100000_more():
