@@ -64,7 +64,7 @@ test: test-venv
 	$(MAKE) --no-print-directory molecule; mrc=$$?; \
 	wait $$bpid; brc=$$?; \
 	echo "== beside molecule: the end of each log (.test-logs/lint.log, unit.log, integration.log)"; \
-	tail -n 3 .test-logs/lint.log; tail -n 12 .test-logs/unit.log; tail -n 30 .test-logs/integration.log; \
+	tail -n 3 .test-logs/lint.log; tail -n 14 .test-logs/unit.log; tail -n 30 .test-logs/integration.log; \
 	cat .test-logs/beside.log; \
 	echo "== molecule: exit status $$mrc; beside it (lint, unit, integration): exit status $$brc"; \
 	test $$mrc -eq 0 && test $$brc -eq 0
@@ -96,13 +96,13 @@ lint: test-venv
 
 # pytest in two folders (pytest.ini's marks say which, and a test in the wrong one fails collection): tests/unit,
 # every test that needs neither Docker nor the network; tests/integration, the stages against the simulated host
-# (Docker, root) and pip against the package index.
+# (Docker, root) and pip against the package index. Each ends with its ten slowest tests, where a budget goes first.
 UNIT_PROCS ?= 2
 unit: test-venv
-	$(BIN)/python -m pytest -q -n $(UNIT_PROCS) --dist worksteal tests/unit
+	$(BIN)/python -m pytest -q --durations=10 -n $(UNIT_PROCS) --dist worksteal tests/unit
 
 integration: test-venv
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q --durations=10 tests/integration
 
 # Every scenario, each in molecule's own test sequence (destroy, syntax, create, converge, idempotence, verify,
 # destroy): default (one simulated host, the whole chain), and multinode (two hosts as one Ray cluster) beside default's
