@@ -23,8 +23,8 @@ longer than on 2026-12-05, with nothing in them changed.
 Usage: python3 benchmarks/test_budget.py [--cold] [--check] [--json FILE] [PHASE ...]
        python3 benchmarks/test_budget.py --probe   (the machine's own figures only)
   --cold   first remove everything the tests cache on this host (the sim containers and image, the download cache
-           and the stack's seed under /var/tmp/grpo-cache, the sim folders under /var/tmp/grpo-sim, pip's cache and
-           the test venv), then time a fresh machine's `make test` against 45 minutes
+           and the stack's seed under /var/tmp/grpo-cache, the sim folders under /var/tmp/grpo-sim, pip's cache,
+           the test venv and the checkout's .cache), then time a fresh machine's `make test` against 45 minutes
   --check  time `make check` (lint, unit tests) against 5 minutes instead
   --json   also write the figures to FILE (the machine's own figures included)
   --probe  print the machine's own figures only
@@ -79,7 +79,8 @@ def phases(check):
 
 
 def forget_everything():
-    """What a fresh machine lacks: the sim's containers, image, folders and caches, pip's cache, the test venv."""
+    """What a fresh machine lacks: the sim's containers, image, folders and caches, pip's cache, the test venv, and
+    what a fresh clone lacks: .cache (the unit tests' downloads, the reward reference's kept answers)."""
     names = subprocess.run(["docker", "ps", "-aq", "--filter", "name=qwen-grpo"], capture_output=True, text=True,
                            check=False).stdout.split()
     if names:
@@ -88,7 +89,7 @@ def forget_everything():
     for network in ("grpo-sim-net", "grpo-sim-mol-net"):
         subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)
     for path in ("/var/tmp/grpo-sim", "/var/tmp/grpo-cache", os.path.expanduser("~/.cache/pip"),
-                 os.path.join(ROOT, ".venv")):
+                 os.path.join(ROOT, ".venv"), os.path.join(ROOT, ".cache")):
         shutil.rmtree(path, ignore_errors=True)
 
 
