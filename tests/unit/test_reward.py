@@ -241,10 +241,10 @@ def reference_scores(cases, processes=2, function=_reference_scores):
     for i, part in enumerate(parts):
         out[i::processes] = part
     os.makedirs(os.path.dirname(kept), exist_ok=True)
-    part = "%s.%d.part" % (kept, os.getpid())
-    with open(part, "w") as answers:
+    written = "%s.%d.part" % (kept, os.getpid())
+    with open(written, "w") as answers:
         json.dump(out, answers)
-    os.replace(part, kept)
+    os.replace(written, kept)
     return out
 
 
