@@ -13,6 +13,8 @@ _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
 if os.path.isfile(_TARBALL):
     os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
 VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL") or _TARBALL
+# The unit tests' cache (upstream downloads, filled by tests/fill_cache.py; the reward reference's kept answers).
+TEST_CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
 
 
 def need_verl_tarball():

@@ -9,11 +9,11 @@ import sys
 import zipfile
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, TEST_CACHE
 
 from ascend_grpo import ast_patch
 
-CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
+CACHE = TEST_CACHE
 NPU_HELPERS = "verl.workers.engine.fsdp.npu_padding_utils"
 FLASH = "transformers.integrations.npu_flash_attention"
 ROLE_FILES = os.path.join(ROOT, "roles", "verl_compat_patch", "files")

@@ -14,7 +14,7 @@ import random
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, TEST_CACHE
 
 REWARD_FILE = os.path.join(ROOT, "roles", "assets", "files", "math_reward.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
@@ -198,12 +198,11 @@ def _reference_correct(cases):
     return [reference.correctness(text, truth) == 0.7 for text, truth in cases]
 
 
-# The reference's answers are kept on disk between runs (the test cache, as test_ast_patch's downloads): it is the
+# The reference's answers are kept on disk between runs (in the tests' cache, beside the downloads): it is the
 # slowest part of the unit tests (about 70 core-seconds for the 20,000 responses) and a pure function of its inputs.
 # The key holds everything the answers depend on: the cases themselves, the function asked, the reference's source
 # and the versions of what it calls, so a change to any of them computes them again. The reward under test always
 # runs in full.
-CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
 REFERENCE_DEPENDS = ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime")
 
 
@@ -228,7 +227,7 @@ def reference_scores(cases, processes=2, function=_reference_scores):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    kept = os.path.join(CACHE, "reward-reference", _reference_key(cases, function) + ".json")
+    kept = os.path.join(TEST_CACHE, "reward-reference", _reference_key(cases, function) + ".json")
     if os.path.isfile(kept):
         with open(kept) as answers:
             out = json.load(answers)
