@@ -58,6 +58,37 @@ def test_stop_reaches_the_whole_process_group(tmp_path):
     assert changed and jobs._group_members(meta_pid) == []
 
 
+def test_stop_reaches_what_joins_the_group_after_the_sigterm(tmp_path):
+    """Stopped while Ray starts, its daemons start their agents after the signal: those get one too, so the stop
+    ends at once instead of waiting out the grace for a SIGKILL."""
+    # on SIGTERM, the command starts one more process in the group (which never saw the first signal), then ends
+    jobs.start(str(tmp_path), "late", ["sh", "-c", "trap 'sleep 300 & exit 0' TERM; sleep 300 & wait"])
+    time.sleep(0.3)
+    pgid = jobs.status(str(tmp_path), "late")["pid"]
+    began = time.monotonic()
+    changed, st = jobs.stop(str(tmp_path), "late", grace=20)
+    assert changed and st["state"] == "stopped" and jobs._group_members(pgid) == []
+    assert time.monotonic() - began < 5
+
+
+def test_stop_sends_each_process_one_sigterm(tmp_path):
+    """A driver's clean shutdown (Ray's handler exits, then stops the workers) is not cut by a second signal."""
+    seen = tmp_path / "terms"
+    driver = ("import signal, sys, time\n"
+              "def term(*_):\n"
+              "    open(sys.argv[1], 'a').write('term\\n')\n"
+              "    time.sleep(1.5)\n"  # the shutdown takes a while; the stop keeps looking at the group meanwhile
+              "    sys.exit(0)\n"
+              "signal.signal(signal.SIGTERM, term)\n"
+              "while True:\n"
+              "    time.sleep(1)\n")
+    jobs.start(str(tmp_path), "driver", [sys.executable, "-c", driver, str(seen)])
+    time.sleep(0.5)
+    changed, st = jobs.stop(str(tmp_path), "driver", grace=20)
+    assert changed and not st["running"]
+    assert seen.read_text() == "term\n"
+
+
 def _group_gone(pgid, timeout):
     deadline = time.monotonic() + timeout
     while jobs._group_members(pgid) and time.monotonic() < deadline:

@@ -88,6 +88,11 @@ def _group_members(pgid):
     return members
 
 
+def _member_keys(pgid):
+    """The live members of process group ``pgid``, each as (pid, start time): a recycled pid is another process."""
+    return {(pid, _proc_starttime(pid)) for pid in _group_members(pgid)}
+
+
 def _alive(meta):
     """Whether the job runs: its wrapper (the same process, not a recycled pid) or anything in its group.
 
@@ -216,6 +221,10 @@ def stop(state_dir, name, grace=30.0):
     with open(os.path.join(job_dir, "stopped"), "w", encoding="utf-8") as handle:
         handle.write(workspace.now_iso() + "\n")
     pgid = meta["pid"]  # the wrapper leads its own session and process group
+    # Each process of the group gets one SIGTERM, those that join it after the first too: a run stopped while Ray
+    # starts has its daemons start their agents after the signal, and those would hold on until the SIGKILL. One
+    # only: a second one would cut a driver's own clean shutdown (Ray's handler exits, then stops its workers).
+    signalled = _member_keys(pgid)
     for sig, limit in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(pgid, sig)
@@ -224,6 +233,13 @@ def stop(state_dir, name, grace=30.0):
         deadline = time.monotonic() + limit
         while _alive(meta) and time.monotonic() < deadline:
             time.sleep(0.2)
+            if sig == signal.SIGTERM:
+                for pid, starttime in _member_keys(pgid) - signalled:
+                    signalled.add((pid, starttime))
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
         if not _alive(meta):
             break
     if _alive(meta):
