@@ -11,7 +11,8 @@ description:
     its exit status are kept in C(state_dir/name) on the host, so a later run (or a person) sees what it did.
   - One run of a job at a time. C(state=started) starts the command unless the job already runs (then nothing
     changes); C(state=status) only reports; C(state=stopped) stops the job's whole process group (SIGTERM, then
-    SIGKILL) and records that it was stopped.
+    SIGKILL after C(grace)) and records that it was stopped. Each process gets one SIGTERM, those that join the
+    group after the first signal too (Ray's daemons start their agents while Ray starts).
   - C(wait) makes C(state=status) block up to that many seconds while the job runs, so a retry loop shows progress
     without a task per poll.
   - Values in C(env) and C(secret_env) reach the process only; they are never written to the state folder, and
