@@ -98,6 +98,7 @@ def run_role(tmp_path, role, extra, *args):
     book.write_text("- name: The %s role alone, on this machine\n  hosts: localhost\n  connection: local\n"
                     "  gather_facts: false\n  roles:\n    - role: %s\n" % (role, role))
     extra = dict({"grpo_env_ready": True, "grpo_workspace": str(tmp_path), "grpo_cards": [0],
+                  "grpo_visible_devices": [0],
                   "ansible_python_interpreter": sys.executable}, **extra)
     return playbook(str(book), "-i", "localhost,", "-e", json.dumps(extra), *args,
                     env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})

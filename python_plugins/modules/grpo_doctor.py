@@ -61,6 +61,12 @@ options:
     type: list
     elements: int
     default: []
+  in_container:
+    description: >-
+      The environment is a container given only the run's cards (its CANN runtime numbers them from 0); false for
+      the host itself (C(npu_container_mode) none), where the host's numbers hold.
+    type: bool
+    default: false
   scripts:
     description: The CANN environment scripts the run sources (named in fixes; their state is in the fingerprint).
     type: list
@@ -219,7 +225,7 @@ def main():
             run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
             overrides=dict(type="list", elements="str", default=[]), pins=dict(type="dict", default={}),
             accept=dict(type="list", elements="str", default=[]), cards=dict(type="list", elements="int", default=[]),
-            scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
+            in_container=dict(type="bool", default=False), scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
             cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
             when=dict(type="str", choices=["always", "changed"], default="always")),
         supports_check_mode=True,
@@ -233,7 +239,8 @@ def main():
     req = doctor.request(run, p["cards"], p["cluster_address"] or None, p["deadline"], p["pins"])
     stamp = doctor.fingerprint({
         "environment": hashlib.sha1(p["environment"].encode("utf-8")).hexdigest(), "python": p["python"],
-        "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "run": run, "request": req,
+        "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "in_container": p["in_container"],
+        "run": run, "request": req,
         "scripts": {s: _stat(s) for s in p["scripts"]}, "reward": _sha1(run.get("reward_path") or ""),
         "installed": installed_state(module, p["python"]), "start": container_start()})
     path = os.path.join(p["state_dir"], "doctor.json")
@@ -250,7 +257,8 @@ def main():
             os.unlink(env_path)
     else:
         facts = before["facts"]
-    expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"], "scripts": p["scripts"],
+    expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"],
+              "in_container": p["in_container"], "scripts": p["scripts"],
               "npu_smi": smi, "cluster": bool(p["cluster_address"])}
     rows = doctor.evaluate(facts, expect)
     passed = not any(r["status"] == "fail" for r in rows)

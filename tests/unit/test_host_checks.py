@@ -84,3 +84,40 @@ def test_npu_smi_failures(tmp_path):
     assert "cannot read the table" in host_checks.run_npu_smi(garbage, [0])[1][0]
     hung = _script(tmp_path, "sleep 5\n")
     assert "did not answer in 1 s" in host_checks.run_npu_smi(hung, [0], timeout=1)[1][0]
+
+
+# DOMAIN.md ("Card numbers inside a container"): a container given only some /dev/davinciN numbers them from 0 and
+# ASCEND_RT_VISIBLE_DEVICES takes those numbers; on the host itself the host's numbers hold.
+@pytest.mark.parametrize("cards, in_container, ids", [
+    ([2], True, [0]), ([4, 5], True, [0, 1]), ([0], True, [0]),
+    ([2], False, [2]), ([5, 4], False, [4, 5]),
+])
+def test_the_ids_the_runtime_gives_the_cards(cards, in_container, ids):
+    assert host_checks.runtime_ids(cards, in_container) == ids
+
+
+def test_repeated_cards_have_no_ids():
+    with pytest.raises(ValueError, match="repeat"):
+        host_checks.runtime_ids([2, 2], True)
+
+
+@pytest.mark.parametrize("visible, nodes, in_container, needle", [
+    # gpustack #3352: given two cards, id 4 is outside [0, 2)
+    ("4", [4, 5], True, "names 4, but this container has 2 card(s) (/dev/davinci4, /dev/davinci5), which the CANN "
+                        "runtime numbers 0 to 1"),
+    ("2", [2], True, "names 2, but this container has 1 card(s) (/dev/davinci2)"),
+    ("0", [], True, "no /dev/davinciN is here"),
+    ("3", [0, 1, 2], False, "names 3, but this host has only the cards 0, 1, 2"),
+    ("1,0", [0, 1], True, "ascending order"),
+    ("0,x", [0, 1], True, "x is not a card id"),
+])
+def test_numbering_problems(visible, nodes, in_container, needle):
+    problems = host_checks.numbering_problems(visible, nodes, in_container)
+    assert len(problems) == 1 and needle in problems[0], problems
+
+
+@pytest.mark.parametrize("visible, nodes, in_container", [
+    ("0", [2], True), ("0,1", [4, 5], True), ("4,5", list(range(8)), False), (None, [2], True), ("", [2], True),
+])
+def test_numbering_that_holds(visible, nodes, in_container):
+    assert host_checks.numbering_problems(visible, nodes, in_container) == []

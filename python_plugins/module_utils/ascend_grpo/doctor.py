@@ -16,6 +16,8 @@ Where the rules come from (the threads users of this stack report, and the packa
   instead, vllm-ascend #89), other jobs on the card from npu-smi's process table;
 - ``VLLM_ASCEND_ENABLE_NZ=0`` (vllm-ascend #5747: garbled rollouts), uvloop absent (the guide; Ray's loop);
 - the allocator against the rollout's sleep mode (vLLM's memory pool refuses expandable segments);
+- the cards' numbering: inside a container the CANN runtime numbers the cards it is given from 0 and refuses an
+  ASCEND_RT_VISIBLE_DEVICES id outside [0, n) (gpustack #3352, vllm-ascend #6063 and PR #12959);
 - Ray's NPU resource (vllm-ascend #3114), the reward from a thread that is not the main one (Math-Verify #50);
 - each tracker of ``trainer.logger`` installed (verl imports it only once the trainer starts).
 """
@@ -24,6 +26,7 @@ import hashlib
 import json
 import re
 
+from . import host_checks
 from . import pins as pins_engine
 from . import tracking as tracking_engine
 
@@ -195,14 +198,45 @@ def ascend_rows(facts, scripts):
     cards = facts.get("cards") or {}
     bad = ["npu:%s %s" % (k, v.get("error") or "gave %r" % v.get("value")) for k, v in sorted(cards.items())
            if v.get("error") or v.get("value") != 2048.0]
-    rows.append(_row("a tensor op on each card", "fail" if bad or not cards else "pass",
+    if not cards:
+        # not a card's fault: the environment was given no card, or ASCEND_RT_VISIBLE_DEVICES names none it has
+        # (the card numbering row says which); a reset would not change that
+        rows.append(_row("a tensor op on each card", "fail", "no card is visible to torch_npu",
+                         "see the card numbering check: the environment needs a /dev/davinciN for each card "
+                         "(npu_container_visible_devices) and ASCEND_RT_VISIBLE_DEVICES in the runtime's numbers"))
+        return rows
+    rows.append(_row("a tensor op on each card", "fail" if bad else "pass",
                      "; ".join(bad) if bad else "%d card(s) answered (%s)" % (
-                         len(cards), ", ".join("npu:%s %.2f s" % (k, v["seconds"]) for k, v in sorted(cards.items())))
-                     if cards else "no card is visible to torch_npu",
-                     "check 'npu-smi info' for the card's health and the processes on it; a card that does not answer "
-                     "within the deadline is held or hung: reset it (npu-smi set -t reset) or leave it out of "
-                     "npu_container_visible_devices"))
+                         len(cards), ", ".join("npu:%s %.2f s" % (k, v["seconds"]) for k, v in sorted(cards.items()))),
+                     "check 'npu-smi info' for the card's health and the processes on it: stop what holds the card, "
+                     "or leave it out of npu_container_visible_devices; a card that stays hung with nothing on it "
+                     "needs the host's operator (npu-smi set -t reset resets it for every user of the host)"))
     return rows
+
+
+def numbering_rows(facts, cards, in_container):
+    """ASCEND_RT_VISIBLE_DEVICES names cards the CANN runtime has in this environment: 0 to n-1 inside a container
+    given n cards, the host's numbers on the host; in a container, its /dev/davinciN are the run's cards."""
+    nodes = facts.get("device_nodes")
+    if nodes is None:
+        return [_row("card numbering", "absent", "%s: the probe listed no device nodes" % ABSENT)]
+    visible = (facts.get("env") or {}).get("ASCEND_RT_VISIBLE_DEVICES")
+    problems = host_checks.numbering_problems(visible, nodes, in_container)
+    wanted = sorted(int(card) for card in cards)
+    if in_container and wanted and sorted(nodes) != wanted:
+        problems.append("the container has %s, the run's cards are %s" % (
+            ", ".join("/dev/davinci%d" % n for n in nodes) or "no /dev/davinciN",
+            ", ".join("/dev/davinci%d" % n for n in wanted)))
+    detail = "ASCEND_RT_VISIBLE_DEVICES=%s; %s %s" % (
+        "unset" if visible is None else visible, "the container has" if in_container else "the host has",
+        ", ".join("/dev/davinci%d" % n for n in nodes) or "no /dev/davinciN")
+    if not problems:
+        return [_row("card numbering", "pass", detail)]
+    return [_row("card numbering", "fail", "; ".join(problems),
+                 "leave ASCEND_RT_VISIBLE_DEVICES to the container stage, which sets the runtime's numbers (0 to n-1 "
+                 "inside the container, the host's with npu_container_mode none): take it out of grpo_train_env and "
+                 "npu_container_env and rerun the container stage (--tags container), which recreates a container "
+                 "made with the host's numbers or other cards. Not a card fault: no reset changes the numbering")]
 
 
 def hbm_rows(smi, cards, utilization):
@@ -361,13 +395,14 @@ def tracker_rows(facts, run):
 
 def evaluate(facts, expect):
     """Rows for every check. ``expect``: pins, accept (pins accepted to drift), run ({run_settings}), cards (the
-    run's card ids), scripts (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool)."""
+    run's cards, the host's numbers), in_container (the environment is a container), scripts (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool)."""
     if facts.get("error"):
         return [_row("the training environment's Python", "fail", facts["error"],
                      "rerun the deps stage (--tags deps); the error names what is broken")]
     run = expect.get("run") or {}
     cards = [str(c) for c in expect.get("cards", [])]
     return (version_rows(facts, expect.get("pins") or {}, expect.get("accept") or ())
+            + numbering_rows(facts, cards, bool(expect.get("in_container")))
             + ascend_rows(facts, expect.get("scripts") or [])
             + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"))
             + env_rows(facts, run)

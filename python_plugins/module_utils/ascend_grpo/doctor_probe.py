@@ -56,6 +56,16 @@ def within(seconds, func):
     return box
 
 
+def device_nodes(dev_dir="/dev"):
+    """The N of every /dev/davinciN this environment has (the cards it was given), sorted."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(name[len("davinci"):]) for name in names
+                  if name.startswith("davinci") and name[len("davinci"):].isdigit())
+
+
 def versions(names):
     """{name: version or None}, as importlib.metadata knows the installed distributions."""
     found = {}
@@ -171,6 +181,7 @@ def probe(request):
     deadline = int(request.get("deadline", 60))
     facts = {"python": sys.version.split()[0], "executable": sys.executable,
              "env": {name: os.environ[name] for name in ENV_NAMES if name in os.environ},
+             "device_nodes": device_nodes(),
              "packages": versions(request.get("packages", [])),
              "requires": requirements(request.get("requires", [])),
              "libraries": libraries(request.get("libraries", [])),

@@ -20,6 +20,54 @@ def device_nodes(dev_dir, cards, shared_nodes):
     return [os.path.join(dev_dir, name) for name in names]
 
 
+# How the CANN runtime numbers the cards a process sees: inside a container given only some /dev/davinciN nodes it
+# numbers them from 0 in the order of their host numbers, and ASCEND_RT_VISIBLE_DEVICES takes those numbers (an id
+# outside [0, n) fails: "set ASCEND_RT_VISIBLE_DEVICES:[4] error, input data rang[0-2)", gpustack issue 3352;
+# vllm-ascend issue 6063, PR 12959); on the host itself (no container) the host's numbers hold. Either way the ids
+# must ascend ("it must be configured in ascending order", gpustack issue 2527). docs/container.md.
+RUNTIME_NUMBERING_SOURCES = "gpustack #3352, vllm-ascend #6063 and PR #12959"
+
+
+def runtime_ids(cards, in_container):
+    """The ids ``ASCEND_RT_VISIBLE_DEVICES`` must name for ``cards`` (the host's card numbers): 0..n-1 inside a
+    container that maps exactly those cards, the host's own numbers outside one."""
+    cards = [int(card) for card in cards]
+    if len(set(cards)) != len(cards):
+        raise ValueError("card numbers repeat: %s" % cards)
+    return list(range(len(cards))) if in_container else sorted(cards)
+
+
+def numbering_problems(visible, nodes, in_container):
+    """What is wrong with ``visible`` (ASCEND_RT_VISIBLE_DEVICES's text, or None when unset) in an environment whose
+    /dev holds the davinciN ``nodes`` (their host numbers). [] when every id names a card the runtime has there."""
+    if visible is None or str(visible).strip() == "":
+        return []
+    nodes = sorted(int(node) for node in nodes)
+    ids = [part.strip() for part in str(visible).split(",")]
+    bad = [part for part in ids if not part.isdigit()]
+    if bad:
+        return ["ASCEND_RT_VISIBLE_DEVICES=%s: %s is not a card id" % (visible, ", ".join(bad))]
+    numbers = [int(part) for part in ids]
+    if numbers != sorted(set(numbers)):
+        return ["ASCEND_RT_VISIBLE_DEVICES=%s: the CANN runtime takes the ids in ascending order, each once "
+                "(gpustack #2527)" % visible]
+    allowed = list(range(len(nodes))) if in_container else nodes
+    outside = [part for part in ids if int(part) not in allowed]
+    if not outside:
+        return []
+    if not nodes:
+        return ["ASCEND_RT_VISIBLE_DEVICES=%s names %s, but no /dev/davinciN is here: the environment was given no "
+                "card" % (visible, ", ".join(outside))]
+    if in_container:
+        return ["ASCEND_RT_VISIBLE_DEVICES=%s names %s, but this container has %d card(s) (%s), which the CANN "
+                "runtime numbers 0 to %d whatever their host numbers (%s)" % (
+                    visible, ", ".join(outside), len(nodes),
+                    ", ".join("/dev/davinci%d" % n for n in nodes) or "no /dev/davinciN", len(nodes) - 1,
+                    RUNTIME_NUMBERING_SOURCES)]
+    return ["ASCEND_RT_VISIBLE_DEVICES=%s names %s, but this host has only the cards %s (/dev/davinciN)" % (
+        visible, ", ".join(outside), ", ".join(str(n) for n in nodes) or "none")]
+
+
 def check_device_nodes(dev_dir, cards, shared_nodes):
     problems = []
     for path in device_nodes(dev_dir, cards, shared_nodes):
