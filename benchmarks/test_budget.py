@@ -50,7 +50,8 @@ SCENARIO_STEPS = ("destroy", "syntax", "create", "converge", "idempotence", "ver
 
 def sim_image():
     """The sim image's name as inventories/sim sets it (sim_host_image), read without a YAML library."""
-    with open(os.path.join(ROOT, "inventories", "sim", "group_vars", "all.yml"), encoding="utf-8") as handle:
+    overlay = os.path.join(ROOT, "inventories", "sim", "group_vars", "all", "10-sim-overlay.yml")
+    with open(overlay, encoding="utf-8") as handle:
         return re.search(r"^sim_host_image: *(\S+)", handle.read(), re.M).group(1).strip("'\"")
 
 

@@ -40,9 +40,10 @@ def refused(result, name, workspace, *needles):
 
 def test_missing_card_device_node(run):
     runner, name, workspace = run
-    result = runner({"npu_container_visible_devices": [0, 3]})
-    refused(result, name, workspace, "davinci3 is missing; card 3 is not on this host",
-            "npu-smi lists no card 3", "npu_container_visible_devices")
+    # the simulated host has cards 0 to 7, as a 910B server
+    result = runner({"npu_container_visible_devices": [2, 9]})
+    refused(result, name, workspace, "davinci9 is missing; card 9 is not on this host",
+            "npu-smi lists no card 9", "npu_container_visible_devices")
 
 
 def test_missing_driver_directory(run, tmp_path):
@@ -62,10 +63,10 @@ def test_everything_not_ready_is_listed_at_once(run, tmp_path):
     """A host with several problems gets them all in one message, the engine's among them (it used to stop on the
     engine alone, and the rest came one rerun later)."""
     runner, name, workspace = run
-    result = runner({"npu_container_visible_devices": [0, 3]},
+    result = runner({"npu_container_visible_devices": [2, 9]},
                     env={"DOCKER_HOST": "unix://%s/no-engine.sock" % tmp_path})
     refused(result, name, workspace, "NPU host not ready", "The Docker engine on sim910b does not answer",
-            "davinci3 is missing; card 3 is not on this host", "npu-smi lists no card 3")
+            "davinci9 is missing; card 9 is not on this host", "npu-smi lists no card 9")
 
 
 def test_a_python_without_requests_is_named_with_the_rest(run, tmp_path):
@@ -102,10 +103,11 @@ def test_unhealthy_card(run, tmp_path):
     runner, name, workspace = run
     smi = tmp_path / "npu-smi"
     build = playbook("playbooks/sim_host.yml", "-i", "inventories/sim", "-e",
-                     json.dumps({"sim_host_unhealthy_cards": [0], "npu_container_npu_smi": str(smi)}))
+                     json.dumps({"sim_host_unhealthy_cards": [2], "npu_container_npu_smi": str(smi)}))
     assert build.returncode == 0, build.stdout[-2000:]
+    # the card the simulated inventory trains on (npu_container_visible_devices: [2])
     result = runner({"npu_container_npu_smi": str(smi)})
-    refused(result, name, workspace, "card 0 (910B3) reports health Critical")
+    refused(result, name, workspace, "card 2 (910B3) reports health Critical")
 
 
 @pytest.mark.parametrize("extra, needle", [

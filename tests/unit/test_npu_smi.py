@@ -106,3 +106,12 @@ def test_sim_npu_smi_prints_what_the_parser_reads(tmp_path):
         (0, "OK", 65536), (1, "OK", 65536), (5, "Critical", 65536)]
     assert parsed["idle_npus"] == [0, 1, 5]
     assert subprocess.run([sys.executable, str(script), "-v"], capture_output=True, check=False).returncode == 2
+    # a busy card (another user's job), as 910b_8card_24.txt shows one: its process and the HBM it holds
+    script.write_text(env.from_string(source).render(ansible_managed="test", sim_host_cards=list(range(8)),
+                                                     sim_host_unhealthy_cards=[], sim_host_busy_cards=[0]))
+    out = subprocess.run([sys.executable, str(script), "info"], capture_output=True, text=True, check=True).stdout
+    parsed = npu_smi.parse(out)
+    assert [c["npu"] for c in parsed["cards"]] == list(range(8))
+    assert [(p["npu"], p["name"]) for p in parsed["processes"]] == [(0, "python3")]
+    assert parsed["idle_npus"] == list(range(1, 8))
+    assert parsed["cards"][0]["hbm_mb_used"] > 0.8 * 65536 > parsed["cards"][2]["hbm_mb_used"]

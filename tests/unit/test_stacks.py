@@ -41,7 +41,8 @@ def test_the_stacks_are_what_each_place_chose_before():
     assert {k: load("cpu-sim")[k] for k in stacks.STAGES} == {
         "deps": "vllm0.13.0-cpu", "patch": ["vllm0.13.0", "cpu-overlay"], "train": ["npu-single", "cpu-overlay"],
         "eval": "opencompass-cpu"}
-    with open(os.path.join(ROOT, "inventories", "sim", "group_vars", "all.yml"), encoding="utf-8") as handle:
+    overlay = os.path.join(ROOT, "inventories", "sim", "group_vars", "all", "10-sim-overlay.yml")
+    with open(overlay, encoding="utf-8") as handle:
         sim = yaml.safe_load(handle)
     assert sim["grpo_stack"] == "cpu-sim"
     assert not [setting for _role, setting in SETTINGS.values() if setting in sim]
