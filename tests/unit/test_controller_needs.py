@@ -70,6 +70,9 @@ def test_what_the_controller_runs_imports_without_the_test_extras():
                "filter_plugins"))) if f.endswith(".py")]
     targets += [os.path.join(PLUGINS, "callback_plugins", f) for f in sorted(os.listdir(os.path.join(PLUGINS,
                 "callback_plugins"))) if f.endswith(".py")]
+    # the container's connection (grpo_container) runs in the controller's ansible-playbook too
+    targets += [os.path.join(PLUGINS, "connection_plugins", f) for f in sorted(os.listdir(os.path.join(PLUGINS,
+                "connection_plugins"))) if f.endswith(".py")]
     engines = set()
     for module in CONTROLLER_MODULES:
         text = open(os.path.join(PLUGINS, "modules", module + ".py"), encoding="utf-8").read()
