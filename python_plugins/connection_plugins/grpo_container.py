@@ -35,6 +35,7 @@ options:
 
 import os
 import subprocess
+import tempfile
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_bytes, to_native
@@ -63,12 +64,16 @@ class Connection(ConnectionBase):
         argv = container_access.exec_argv(self.get_option("access"), self.get_option("remote_addr"), command,
                                           interactive=interactive)
         display.vvv("EXEC %s" % " ".join(argv), host=self.get_option("remote_addr"))
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except OSError as err:
-            raise AnsibleConnectionFailure("cannot run %s: %s" % (argv[0], to_native(err))) from err
-        out, err = proc.communicate(in_data)
-        return proc.returncode, out, err
+        # stderr goes to a file, not a pipe: the ssh master ControlPersist leaves in the background keeps the
+        # stderr it was started with open for its whole life, and reading a pipe to its end would wait for it
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+            except OSError as err:
+                raise AnsibleConnectionFailure("cannot run %s: %s" % (argv[0], to_native(err))) from err
+            out, _ = proc.communicate(in_data)
+            errors.seek(0)
+            return proc.returncode, out, errors.read()
 
     def exec_command(self, cmd, in_data=None, sudoable=False):
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)

@@ -85,8 +85,10 @@ def test_settings_that_cannot_reach_the_container_are_refused_naming_the_fix(cha
 
 
 FAKE_SSH = r"""#!/bin/sh
-# ssh [options] -- host command: log, then run the command here
+# ssh [options] -- host command: log, then run the command here. Like the master ControlPersist leaves behind,
+# a background process keeps the stderr it was given open for a while (stdin and stdout it sets to /dev/null).
 printf '%s\n' "ssh $*" >> "$GRPO_FAKE_LOG"
+sleep 30 </dev/null >/dev/null &
 while [ "$1" != "--" ]; do shift; done
 shift 2
 exec /bin/sh -c "$1"
