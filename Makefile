@@ -14,10 +14,25 @@ export GRPO_VERL_TARBALL
 .PHONY: venv test-venv demo demo-multi test beside check lint unit integration sim-image molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
-# use need. pip's own output shows the progress.
+# use need. pip's own output shows the progress. ansible-core 2.19 needs Python 3.11 or newer: an older python3 (the
+# usual 910B systems ship 3.7 to 3.10) is refused before anything is made, naming the README's way out; PYTHON names
+# another one (make venv PYTHON=/opt/python3.11/bin/python3).
+PYTHON ?= python3
+CONTROLLER_PYTHON := 3.11
 venv: $(VENV)/.installed
 $(VENV)/.installed: setup.py
-	@test -x $(BIN)/python || python3 -m venv $(VENV)
+	@py=$(PYTHON); test -x $(BIN)/python && py=$(BIN)/python; \
+	found=$$($$py -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null); \
+	if [ -z "$$found" ]; then \
+	  echo "make venv: $$py does not run; the controller needs Python >= $(CONTROLLER_PYTHON) (ansible-core 2.19)." \
+	       "See README.md, \"What the controller needs\"." >&2; exit 1; \
+	elif ! printf '%s\n%s\n' $(CONTROLLER_PYTHON) "$$found" | sort -V -C; then \
+	  echo "make venv: $$py is Python $$found; the controller needs Python >= $(CONTROLLER_PYTHON) (ansible-core 2.19)." \
+	       "Run the controller on another machine over SSH, or install a Python $(CONTROLLER_PYTHON) and run" \
+	       "make venv PYTHON=/path/to/python3.11: README.md, \"What the controller needs\". Nothing was made." >&2; \
+	  exit 1; \
+	fi
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "== $(VENV): the controller's packages (ansible-core, ansible, requests): about 100 MB, a minute or two"
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
 	touch $@

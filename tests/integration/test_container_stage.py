@@ -183,3 +183,18 @@ def test_a_rerun_changes_nothing_and_skips_the_environment_probe(run):
     assert again.changed == [], again.changed
     assert probe not in [task for _host, task in again.tasks("runner_on_ok")]
     assert {stats["changed"] for stats in again.stats.values()} == {0}
+
+
+def test_check_mode_of_the_whole_chain_on_a_fresh_host_ends_green(run):
+    """`--check --diff` before the first run (issue 43): the container stage previews the container, and every later
+    stage says it cannot preview yet and ends for that environment instead of failing on a container that is not
+    there."""
+    runner, name, workspace = run
+    result = runner(tags="all", args=("--check", "--diff"))
+    assert result.returncode == 0, result.stdout[-3000:]
+    text = " ".join(result.stdout.split())
+    for stage in ("deps", "patch", "assets", "train", "eval"):
+        assert "the container does not exist yet (or does not run): the %s stage cannot preview" % stage in text, stage
+    assert result.failed == []
+    assert not docker_exists(name)
+    assert not workspace.exists()

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 PLUGINS = os.path.join(ROOT, "python_plugins")
@@ -70,6 +71,9 @@ def test_what_the_controller_runs_imports_without_the_test_extras():
                "filter_plugins"))) if f.endswith(".py")]
     targets += [os.path.join(PLUGINS, "callback_plugins", f) for f in sorted(os.listdir(os.path.join(PLUGINS,
                 "callback_plugins"))) if f.endswith(".py")]
+    # the container's connection (grpo_container) runs in the controller's ansible-playbook too
+    targets += [os.path.join(PLUGINS, "connection_plugins", f) for f in sorted(os.listdir(os.path.join(PLUGINS,
+                "connection_plugins"))) if f.endswith(".py")]
     engines = set()
     for module in CONTROLLER_MODULES:
         text = open(os.path.join(PLUGINS, "modules", module + ".py"), encoding="utf-8").read()
@@ -99,3 +103,49 @@ print('loaded', len(%(targets)r) + len(%(engines)r), 'heavy', heavy)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "loaded %d heavy []" % (len(targets) + len(engines)), proc.stdout
+
+
+def _make_venv(tmp_path, version):
+    """``make venv`` into a fresh folder with a fake python3 first on PATH that says it is ``version`` (prints
+    nothing and fails when ``version`` is None)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\n" + ("echo %s\n" % version if version else "exit 1\n"))
+    (fake / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=str(fake) + os.pathsep + os.environ["PATH"])
+    return subprocess.run(["make", "--no-print-directory", "venv", "VENV=%s" % (tmp_path / "venv")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("version", ["3.7.9", "3.9.9", "3.10.12"])
+def test_make_venv_stops_on_an_older_python_naming_both_versions_and_the_way_out(tmp_path, version):
+    """The usual 910B systems ship Python 3.7 to 3.10 (openEuler 22.03: 3.9); ansible-core 2.19 needs 3.11."""
+    done = _make_venv(tmp_path, version)
+    assert done.returncode != 0
+    assert ("make venv: python3 is Python %s; the controller needs Python >= 3.11 (ansible-core 2.19)" % version
+            in done.stderr), done.stderr
+    assert 'README.md, "What the controller needs"' in done.stderr
+    assert "make venv PYTHON=" in done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_make_venv_says_so_when_python3_does_not_run(tmp_path):
+    done = _make_venv(tmp_path, None)
+    assert done.returncode != 0
+    assert "make venv: python3 does not run; the controller needs Python >= 3.11" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("version", ["3.11.0", "3.12.3", "3.13.1"])
+def test_make_venv_goes_on_with_python_311_or_newer(tmp_path, version):
+    done = _make_venv(tmp_path, version)
+    # the check let it by: the fake then makes no venv, so pip is missing, which is not the check's message
+    assert "the controller needs Python" not in done.stderr, done.stderr
+    assert "python3 -m venv" in done.stdout or "pip" in done.stdout + done.stderr
+
+
+def test_the_readme_says_what_the_controller_needs():
+    text = " ".join(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split())
+    assert "### What the controller needs" in open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for words in ("Python 3.11", "ansible-core 2.19", "community.docker", "make venv",
+                  "make venv PYTHON=", "ansible_become: true", "ansible_port"):
+        assert words in text, words
