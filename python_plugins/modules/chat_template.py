@@ -112,10 +112,12 @@ def _downloader(module):
             last = "%s %s" % (info.get("status"), info.get("msg", ""))
             if isinstance(info.get("status"), int) and 400 <= info["status"] < 500:
                 break  # not there: asking again will not help
-            time.sleep(5 * (attempt + 1))
+            if attempt < 2:
+                time.sleep(2 * (attempt + 1))
         raise chat_template.TemplateError(
-            "cannot download %s (%s): set assets_chat_template_sample_file to a copy on the host (the file, or a "
-            "git archive tarball of the sample's folder), or assets_chat_template_sample_url to a mirror"
+            "cannot download %s (%s): set assets_chat_template_sample_url to a mirror, or "
+            "assets_chat_template_sample_file to a copy on the host (the file, or a git archive tarball of the "
+            "sample's folder)"
             % (url, last.strip()))
     return download
 
@@ -146,7 +148,11 @@ def main():
         else:
             result = chat_template.apply(params["model_dir"], template, check=module.check_mode)
     except (chat_template.TemplateError, OSError) as err:
-        module.fail_json(msg=str(err))
+        # the assets stage's setting that gave the sample, so the message names what to change
+        setting = "" if sample is not None else (
+            "assets_chat_template_sample_file: " if params["sample_file"] else
+            "assets_chat_template_sample_url: " if params["sample_url"] else "")
+        module.fail_json(msg=setting + str(err))
     result["template_sha256"] = chat_template.sha256_text(template)
     if sample is not None:
         result["sample"] = {key: sample[key] for key in ("origin", "sha256", "member", "commit", "cached")}

@@ -232,7 +232,8 @@ def test_module_refuses_a_wrong_pin_before_writing_and_proves_without_a_model(mo
     before = (model / "tokenizer_config.json").read_text()
     bad = run_module("chat_template", {"model_dir": str(model), "sample_file": need_sample_tarball(),
                                        "sample_sha256": "0" * 64})
-    assert bad["failed"] and "holds no tokenizer_config.json with sha256 " + "0" * 64 in bad["msg"]
+    assert bad["failed"] and bad["msg"].startswith("assets_chat_template_sample_file: " + need_sample_tarball())
+    assert "holds no tokenizer_config.json with sha256 " + "0" * 64 in bad["msg"]
     assert (model / "tokenizer_config.json").read_text() == before
     assert not (model / "tokenizer_config.json.orig").exists()
     proven = run_module("chat_template", {"model_dir": str(tmp_path / "not-yet"), "state": "proven",
@@ -247,4 +248,5 @@ def test_module_says_what_to_set_when_the_url_cannot_be_reached(model, pinned, t
     failed = run_module("chat_template", {"model_dir": str(model), "sample_url": "http://127.0.0.1:9/t.json",
                                           "sample_sha256": pinned, "cache_dir": str(tmp_path / "dl")})
     assert failed["failed"] and "cannot download http://127.0.0.1:9/t.json" in failed["msg"]
+    assert failed["msg"].startswith("assets_chat_template_sample_url: ")
     assert "assets_chat_template_sample_file" in failed["msg"]
