@@ -75,7 +75,7 @@ from conftest import ROOT, SAMPLE_COMMIT, need_sample_tarball, run_module  # noq
 MEMBER = "llm_rl/qwen2_5/verl_npu_demo/tokenizer_config.json"
 # The sample's default system prompt, as its chat_template writes it (DOMAIN.md, "The guide's chat template": the
 # reasoning inside <think> tags, the answer inside <answer> tags with \boxed{}, each tag on its own line).
-SAMPLE_PROMPT_START = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant. When answering any question"
+SAMPLE_PROMPT_START = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 
 
 def _defaults():
