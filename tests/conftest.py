@@ -13,6 +13,12 @@ _TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "upstream",
 if os.path.isfile(_TARBALL):
     os.environ.setdefault("GRPO_VERL_TARBALL", _TARBALL)
 VERL_TARBALL = os.environ.get("GRPO_VERL_TARBALL") or _TARBALL
+# The guide's sample folder (cann-recipes-train llm_rl/qwen2_5/verl_npu_demo/ at 93819a74) as a `git archive` tarball,
+# beside verl's (the simulated host mounts that folder at /upstream): the assets stage's chat template comes from its
+# tokenizer_config.json.
+SAMPLE_COMMIT = "93819a74531c19c5c6089a5a916519ae20cf28fb"
+SAMPLE_TARBALL = os.path.join(os.path.dirname(VERL_TARBALL),
+                              "cann-recipes-train-%s-verl_npu_demo.tar.gz" % SAMPLE_COMMIT)
 # The unit tests' cache (upstream downloads, filled by tests/fill_cache.py; the reward reference's kept answers).
 TEST_CACHE = os.environ.get("GRPO_TEST_CACHE", os.path.join(ROOT, ".cache", "tests"))
 
@@ -25,6 +31,18 @@ def need_verl_tarball():
         pytest.fail("verl's tree at the guide's commit (a `git archive` tarball of verl@634bd935) is not at %s: "
                     "set GRPO_VERL_TARBALL to its path, or put it in ../shared/upstream beside this checkout"
                     % VERL_TARBALL, pytrace=False)
+
+
+def need_sample_tarball():
+    """The sample's folder at the pinned commit: the tests of the sample's chat template read the real file, so
+    without it they fail, naming where it was looked for (never a skip, as for verl's tree)."""
+    if not os.path.isfile(SAMPLE_TARBALL):
+        pytest.fail("the guide's sample folder (a `git archive` tarball of cann-recipes-train@93819a74, "
+                    "llm_rl/qwen2_5/verl_npu_demo/) is not at %s: put it beside verl's tarball (the folder of "
+                    "GRPO_VERL_TARBALL, ../shared/upstream by default)" % SAMPLE_TARBALL, pytrace=False)
+    return SAMPLE_TARBALL
+
+
 # The tests' two folders and the marks that say which a test belongs in (pytest.ini describes both marks).
 UNIT = os.path.join(ROOT, "tests", "unit")
 INTEGRATION = os.path.join(ROOT, "tests", "integration")

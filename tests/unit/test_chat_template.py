@@ -9,7 +9,8 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 import torch
-from conftest import ROOT
+import yaml
+from conftest import ROOT, need_sample_tarball
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import sim_assets
@@ -22,7 +23,8 @@ DEFAULT_SYSTEM = (
     "the final answer inside <answer> </answer> tags as \\boxed{}. Use exactly this format:\n"
     "<think>\nStep 1: ...\nStep 2: ...\n</think>\n<answer>\n\\boxed{...}\n</answer>")
 DEFAULT_SYSTEM_TURN = "<|im_start|>system\n" + DEFAULT_SYSTEM + "<|im_end|>\n"
-MAX_PROMPT_LENGTH = 192  # data.max_prompt_length of the simulated training (cpu-overlay)
+with open(os.path.join(ROOT, "roles", "grpo_train", "files", "profiles", "cpu-overlay.yml"), encoding="utf-8") as _fh:
+    MAX_PROMPT_LENGTH = yaml.safe_load(_fh)["overrides"]["data"]["max_prompt_length"]  # the simulated training's
 TOOLS = [{"type": "function", "function": {
     "name": "add", "description": "Add two integers.",
     "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -211,9 +213,44 @@ def test_last_boxed_answer_is_well_formed(item):
     assert item["solution"].rstrip(".$ ").endswith("\\boxed{" + answer + "}")  # the answer ends the solution
 
 
-def test_prompts_fit_the_simulated_max_prompt_length(tokenizer):
-    """With this package's chat template (its system prompt), as the simulated training renders MATH prompts."""
+def _lengths(tokenizer):
     conversations = [[{"role": "user", "content": item["problem"] + " " + INSTRUCTION}]
                      for item in sim_assets.load_problems()]
-    lengths = [len(tokenizer.apply_chat_template(messages, add_generation_prompt=True)) for messages in conversations]
-    assert max(lengths) <= MAX_PROMPT_LENGTH
+    return [len(tokenizer.apply_chat_template(messages, add_generation_prompt=True)) for messages in conversations]
+
+
+def test_prompts_fit_the_simulated_max_prompt_length(tokenizer, sample_tokenizer):
+    """With this package's chat template and with the guide's sample's (the assets stage's default), as the
+    simulated training renders MATH prompts: none is dropped as overlong (data.filter_overlong_prompts)."""
+    assert max(_lengths(tokenizer)) <= MAX_PROMPT_LENGTH
+    assert max(_lengths(sample_tokenizer)) <= MAX_PROMPT_LENGTH
+
+
+# ------------------------------------------------------------------------------- the guide's sample's chat template
+
+@pytest.fixture(scope="session")
+def sample_tokenizer(assets):
+    """The tiny model's tokenizer with the sample's chat template, as the assets stage installs it by default: read
+    from the sample's tarball, proven by the role's pinned sha256."""
+    from ascend_grpo import chat_template
+
+    with open(os.path.join(ROOT, "roles", "assets", "defaults", "main.yml"), encoding="utf-8") as handle:
+        pinned = yaml.safe_load(handle)["assets_chat_template_sample_sha256"]
+    loaded = AutoTokenizer.from_pretrained(assets["model"])
+    loaded.chat_template = chat_template.read_sample(need_sample_tarball(), pinned)["template"]
+    return loaded
+
+
+def test_the_samples_template_asks_for_the_layout_the_reward_scores(sample_tokenizer):
+    """Rendered by transformers: the sample's default system prompt (DOMAIN.md, "The guide's chat template"), the
+    user's turn, and the assistant's turn opened."""
+    prompt = render(sample_tokenizer, [{"role": "user", "content": "What is 2 + 3?"}], add_generation_prompt=True)
+    system, rest = prompt.split("<|im_end|>\n", 1)
+    assert system.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                             "assistant.")
+    for marker in ("<think>", "</think>", "<answer>", "</answer>", "\\boxed{"):
+        assert marker in system, marker
+    assert rest == "<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n<|im_start|>assistant\n"
+    # a system message of the caller's replaces the default, as in Qwen2.5's own template
+    own = render(sample_tokenizer, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"}])
+    assert own == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n1+1?<|im_end|>\n"

@@ -1,15 +1,20 @@
 """The eval stage's report, the rendered OpenCompass configuration and the OpenCompass venv profiles."""
 
 import ast
+import copy
+import hashlib
 import importlib.util
+import json
 import os
+import subprocess
+import tarfile
 
 import jinja2
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, SAMPLE_COMMIT, need_sample_tarball
 
-from ascend_grpo import evaluation, pins, settings
+from ascend_grpo import evaluation, math_data, pins, settings
 
 _SPEC = importlib.util.spec_from_file_location(
     "eval_filters", os.path.join(ROOT, "python_plugins", "filter_plugins", "evaluation.py"))
@@ -25,33 +30,161 @@ def _result(name, accuracy, correct, problems=5000):
             "evaluated_at": "20261202_100000", "settings": {}, "key": "k"}
 
 
-def _meta(model="Qwen/Qwen2.5-1.5B-Instruct", data="DigitalLearningGmbH/MATH-lighteval", step=280):
+with open(os.path.join(ROOT, "roles", "grpo_eval", "files", "reference.yml"), encoding="utf-8") as _fh:
+    REFERENCE = yaml.safe_load(_fh)
+
+# Transcribed from the sample's README (cann-recipes-train@93819a74, llm_rl/qwen2_5/verl_npu_demo/README.md, its
+# OpenCompass table) and DOMAIN.md ("Evaluation", "The guide's chat template"), not from the data file.
+SAMPLE_BASE, SAMPLE_STEP, SAMPLE_TRAINED = 43.48, 280, 55.06
+SAMPLE_SOURCE = "cann-recipes-train@93819a74, llm_rl/qwen2_5/verl_npu_demo/README.md"
+SAMPLE_RUN = ("run_qwen2_5_1_5b.sh: 4 cards, rollout tensor parallel size 2, train batch size 256, save_freq 20, "
+              "10 epochs")
+INSTRUCTION = "Let's think step by step and output the final answer within \\boxed{}."
+# the sample's own run (run_qwen2_5_1_5b.sh) and the reference single-card run (the train stage's default)
+SAMPLE_OVERRIDES = ["algorithm.adv_estimator=grpo", "data.train_batch_size=256", "trainer.nnodes=1",
+                    "trainer.n_gpus_per_node=4", "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+                    "trainer.save_freq=20", "trainer.total_epochs=10"]
+SINGLE_OVERRIDES = ["algorithm.adv_estimator=grpo", "data.train_batch_size=256", "trainer.nnodes=1",
+                    "trainer.n_gpus_per_node=1", "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+                    "trainer.save_freq=70", "trainer.total_epochs=5"]
+
+
+def _sample_tokenizer_config():
+    with tarfile.open(need_sample_tarball()) as archive:
+        member = [m for m in archive.getmembers()
+                  if m.name.endswith("/llm_rl/qwen2_5/verl_npu_demo/tokenizer_config.json")][0]
+        return json.loads(archive.extractfile(member).read())
+
+
+def _sample_template_sha256():
+    return hashlib.sha256(_sample_tokenizer_config()["chat_template"].encode("utf-8")).hexdigest()
+
+
+def _meta(model="Qwen/Qwen2.5-1.5B-Instruct", data="DigitalLearningGmbH/MATH-lighteval", step=280,
+          overrides=None, template=None, reference=None):
     return {"dataset": "math_gen_a58d9d", "model": model, "data": data,
             "checkpoint": {"step": step, "dir": "/ws/checkpoints/p/e", "saved": [140, 280]},
             "settings": {"max_out_len": 1024, "batch_size": 16},
             "training": {"started_at": "2026-12-01T10:00:00+0000", "profile": "npu-single",
-                         "overrides": ["algorithm.adv_estimator=grpo", "trainer.total_epochs=5"]}}
+                         "overrides": SAMPLE_OVERRIDES if overrides is None else overrides},
+            "reference": REFERENCE if reference is None else reference,
+            "chat_template": template or {"source": "sample", "sha256": _sample_template_sha256(),
+                                          "origin": "https://mirror.example/tokenizer_config.json"},
+            "instruction": INSTRUCTION, "train_rows": 7500}
 
 
 def test_report_with_the_sample_figures_beside_ours():
+    """The sample's own run, with the sample's prompt, evaluated at the sample's step: the figures and their source,
+    and no difference to name."""
     report = eval_filters.eval_report({"base": _result("base", 44.1, 2205), "trained": _result("trained", 54.9, 2745)},
                                       _meta())
     assert report["difference"] == 10.8
-    assert report["reference"]["base"] == 43.48 and report["reference"]["trained"] == 55.06
+    assert report["reference"]["base"] == SAMPLE_BASE and report["reference"]["trained"] == SAMPLE_TRAINED
+    assert report["reference"]["trained_steps"] == [SAMPLE_STEP] and report["reference"]["differences"] == []
     assert report["base"]["accuracy"] == 44.1 and report["trained"]["correct"] == 2745
     assert report["problems"] == 5000 and report["checkpoint"]["step"] == 280
     text = eval_filters.eval_report_markdown(report)
     assert "| base | 44.10 | 2205 / 5000 | 43.48 |" in text
     assert "| trained: step 280 | 54.90 | 2745 / 5000 | 55.06 |" in text
     assert "| difference | +10.80 | | +11.58 |" in text
+    assert "Sample figures: " + SAMPLE_SOURCE in text and SAMPLE_RUN in text
+    assert "This run differs" not in text
     assert "algorithm.adv_estimator=grpo" in text and "- max_out_len: `1024`" in text
 
 
-def test_report_names_the_sample_steps_when_ours_differs():
-    report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 40.0, 2000), _meta(step=70))
-    assert report["difference"] == -4.0
-    assert report["reference"]["trained"] is None and "steps 140, 280, not step 70" in report["reference"]["note"]
-    assert "| trained: step 70 | 40.00 | 2000 / 5000 | - |" in evaluation.render_markdown(report)
+def test_the_default_single_card_run_says_how_it_differs_from_the_samples():
+    """One card, 5 epochs of 29 steps: it ends near step 145, so the sample's step 280 is out of its reach; the
+    base figure stands, the trained one has no counterpart, and the report says why beside them."""
+    report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                     _meta(step=145, overrides=SINGLE_OVERRIDES))
+    ref = report["reference"]
+    assert ref["base"] == SAMPLE_BASE and ref["trained"] is None
+    assert ref["note"] == "the sample reports step 280, not step 145"
+    assert ref["differences"] == [
+        "1 card, the sample's run 4", "rollout tensor parallel size 1, the sample's 2",
+        "it ends near step 145 (5 epochs of 29 steps, 7500 problems at 256 a batch), so the sample's step 280 is out "
+        "of its reach"]
+    text = evaluation.render_markdown(report, brief=True)
+    assert "| base | 44.00 | 2200 / 5000 | 43.48 |" in text
+    assert "| trained: step 145 | 50.00 | 2500 / 5000 | - |" in text
+    assert "This run differs from the sample's: 1 card, the sample's run 4; " in text
+    assert "so the sample's step 280 is out of its reach." in text
+
+
+def test_a_run_with_another_template_or_batch_says_so():
+    meta = _meta(template={"source": "file", "sha256": "ab" * 32, "origin": "/ctl/roles/assets/files/x.jinja"},
+                 overrides=[o.replace("=256", "=128") for o in SAMPLE_OVERRIDES])
+    meta["instruction"] = "Solve it."
+    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    assert ref["trained"] == SAMPLE_TRAINED  # the figures stand; what differs is said beside them
+    assert ref["differences"] == [
+        "its chat template is not the sample's (file: /ctl/roles/assets/files/x.jinja), so its prompts are not the "
+        "sample's", "its prompts end with another instruction ('Solve it.')", "train batch size 128, the sample's 256"]
+    # what is not on record is said, never taken as the sample's
+    meta = dict(_meta(), chat_template={}, instruction="", training={})
+    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    assert [d.split(" (")[0].split(",")[0] for d in ref["differences"]] == [
+        "its chat template is not on record", "the instruction its prompts end with is not on record",
+        "its training configuration is not on record"]
+
+
+def test_a_figure_without_a_public_source_is_never_printed():
+    made_up = copy.deepcopy(REFERENCE)
+    made_up["figures"] += [{"model": "trained", "step": 140, "accuracy": 99.99, "source": "a forum post"},
+                           {"model": "trained", "step": 200, "accuracy": 98.76}]
+    made_up["sources"]["no_commit"] = {"repository": "somewhere", "path": "README.md"}
+    made_up["figures"].append({"model": "trained", "step": 100, "accuracy": 97.53, "source": "no_commit"})
+    for step in (140, 200, 100):
+        report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                         _meta(step=step, reference=made_up))
+        text = evaluation.render_markdown(report)
+        assert report["reference"]["trained"] is None and report["reference"]["trained_steps"] == [SAMPLE_STEP]
+        assert not {"99.99", "98.76", "97.53"} & set(text.replace("|", " ").split())
+    # a base figure without a source goes too: with nothing sourced left there is no sample column at all
+    unsourced = dict(made_up, figures=[dict(f, source=None) for f in made_up["figures"]])
+    report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                     _meta(reference=unsourced))
+    assert report["reference"] is None and "sample" not in evaluation.render_markdown(report)
+
+
+def test_the_reference_data_is_what_the_samples_readme_and_run_script_say():
+    """Each figure of roles/grpo_eval/files/reference.yml is in its source's table (the sample's README at the pinned
+    commit, read in the shared copy of the sample's folder), and the run and prompt are the sample's."""
+    assert REFERENCE["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert REFERENCE["data"] == "DigitalLearningGmbH/MATH-lighteval"
+    assert [(f["model"], f["step"], f["accuracy"]) for f in REFERENCE["figures"]] == [
+        ("base", 0, SAMPLE_BASE), ("trained", SAMPLE_STEP, SAMPLE_TRAINED)]
+    with tarfile.open(need_sample_tarball()) as archive:
+        commit = archive.pax_headers.get("comment")
+        files = {m.name.split("/", 1)[1]: archive.extractfile(m).read().decode("utf-8")
+                 for m in archive.getmembers() if m.isfile()}
+    for figure in REFERENCE["figures"]:
+        source = REFERENCE["sources"][figure["source"]]
+        assert source["commit"] == commit == SAMPLE_COMMIT
+        # its table's rows: | model | step | dataset | version | metric | mode | accuracy |
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+                for line in files[source["path"]].splitlines() if line.strip().startswith("|") and "a58d9d" in line]
+        assert [row[1:] for row in rows if row[1] == str(figure["step"])] == [
+            [str(figure["step"]), "MATH-lighteval", "a58d9d", "accuracy", "gen", "**%.2f**" % figure["accuracy"]]]
+    script = files[REFERENCE["run"]["script"]]
+    run = REFERENCE["run"]
+    for line in ("trainer.nnodes=%d" % run["nnodes"], "trainer.n_gpus_per_node=%d" % run["n_gpus_per_node"],
+                 "actor_rollout_ref.rollout.tensor_model_parallel_size=%d" % run["rollout_tp"],
+                 "data.train_batch_size=%d" % run["train_batch_size"], "trainer.save_freq=%d" % run["save_freq"],
+                 "trainer.total_epochs=%d" % run["total_epochs"]):
+        assert line + " \\" in script, line
+    assert (run["n_gpus_per_node"], run["rollout_tp"], run["save_freq"], run["total_epochs"]) == (4, 2, 20, 10)
+    assert run["chat_template_sha256"] == _sample_template_sha256() and run["instruction"] == INSTRUCTION == \
+        math_data.INSTRUCTION
+
+
+def test_no_figure_without_a_public_source_anywhere_in_the_package():
+    """DOMAIN.md withdrew a figure at step 140 that no public source gives: neither it nor anything made from it
+    is left in the package."""
+    withdrawn = "53." + "26"
+    hits = subprocess.run(["git", "grep", "-n", "-F", withdrawn], cwd=ROOT, capture_output=True, text=True,
+                          check=False).stdout
+    assert hits == "", hits
 
 
 def test_report_without_the_sample_figures_for_another_model_or_data():

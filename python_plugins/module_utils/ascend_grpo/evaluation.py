@@ -21,16 +21,6 @@ LATEST = "latest_checkpointed_iteration.txt"
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 _TIMESTAMP_DIR = re.compile(r"^\d{8}_\d{6}$")
 
-# What the guide's sample reports for Qwen2.5-1.5B-Instruct on MATH-lighteval (OpenCompass math_gen_a58d9d).
-REFERENCE = {
-    "model": "Qwen/Qwen2.5-1.5B-Instruct",
-    "data": "DigitalLearningGmbH/MATH-lighteval",
-    "base": 43.48,
-    "trained": {140: 53.26, 280: 55.06},
-    "source": "the guide's sample (cann-recipes-train, Qwen2.5-1.5B-Instruct, GRPO on MATH-lighteval)",
-}
-
-
 class EvalError(Exception):
     """A refusal whose message names the setting to change."""
 
@@ -286,15 +276,130 @@ def read_result(work_dir, dataset="math"):
             "summary_accuracy": _summary_value(os.path.join(work_dir, run), dataset, abbr)}
 
 
-def reference_for(model, data, step):
-    """The sample's figures when the model and the data are the reference ones, else None."""
-    if (model or "").rstrip("/") != REFERENCE["model"] or (data or "").rstrip("/") != REFERENCE["data"]:
+def _sourced(reference):
+    """The reference's figures that name a public source (repository, commit and file), each with that source;
+    a figure without one is dropped, so it is never printed."""
+    sources = reference.get("sources") or {}
+    out = []
+    for figure in reference.get("figures") or []:
+        source = sources.get(figure.get("source")) if isinstance(figure, dict) else None
+        if not isinstance(source, dict) or not all(source.get(k) for k in ("repository", "commit", "path")):
+            continue
+        if not isinstance(figure.get("accuracy"), (int, float)) or isinstance(figure.get("accuracy"), bool):
+            continue
+        out.append(dict(figure, source=source))
+    return out
+
+
+def source_text(source):
+    """A figure's source in one line: repository@commit, file, where in it."""
+    return "%s@%s, %s%s" % (source["repository"], str(source["commit"])[:8], source["path"],
+                            " (%s)" % source["where"] if source.get("where") else "")
+
+
+def _overrides(training):
+    """The launch's Hydra overrides (``key=value``, ``+key=value``) as {key: value text}."""
+    out = {}
+    for item in (training or {}).get("overrides") or []:
+        key, sep, value = str(item).partition("=")
+        if sep:
+            out[key.lstrip("+")] = value
+    return out
+
+
+def _int(value):
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
         return None
-    trained = REFERENCE["trained"].get(step)
-    return {"base": REFERENCE["base"], "trained": trained,
-            "trained_steps": sorted(REFERENCE["trained"]), "source": REFERENCE["source"],
-            "note": None if trained is not None else "the sample reports steps %s, not step %s" % (
-                ", ".join(map(str, sorted(REFERENCE["trained"]))), step)}
+
+
+def run_differences(run, meta, trained_steps):
+    """How the run behind the checkpoint differs from the reference run (``run`` of the reference data), each as a
+    sentence: the cards, the rollout's tensor parallel size, the train batch size, how far the run goes (a
+    reference step beyond its last step is out of reach), the chat template and the instruction. Unknowns are said
+    as such, never taken as equal."""
+    found = []
+    template = meta.get("chat_template") or {}
+    if not template.get("sha256"):
+        found.append("its chat template is not on record (the assets stage's record has none)")
+    elif template["sha256"] != run.get("chat_template_sha256"):
+        found.append("its chat template is not the sample's (%s: %s), so its prompts are not the sample's"
+                     % (template.get("source", "?"), template.get("origin") or "?"))
+    instruction = meta.get("instruction")
+    if not instruction:
+        found.append("the instruction its prompts end with is not on record")
+    elif instruction != run.get("instruction"):
+        found.append("its prompts end with another instruction (%r)" % instruction)
+    training = meta.get("training") or {}
+    if not training.get("overrides"):
+        found.append("its training configuration is not on record, so its cards, batch size and steps cannot be "
+                     "compared with the sample's")
+        return found
+    values = _overrides(training)
+    nnodes = _int(values.get("trainer.nnodes")) or 1
+    per_node = _int(values.get("trainer.n_gpus_per_node")) or 1
+    cards, ref_cards = nnodes * per_node, run.get("nnodes", 1) * run.get("n_gpus_per_node", 1)
+    if cards != ref_cards:
+        found.append("%d card%s, the sample's run %d" % (cards, "" if cards == 1 else "s", ref_cards))
+    tp = _int(values.get("actor_rollout_ref.rollout.tensor_model_parallel_size"))
+    if tp is not None and tp != run.get("rollout_tp"):
+        found.append("rollout tensor parallel size %d, the sample's %s" % (tp, run.get("rollout_tp")))
+    batch = _int(values.get("data.train_batch_size"))
+    if batch is not None and batch != run.get("train_batch_size"):
+        found.append("train batch size %d, the sample's %s" % (batch, run.get("train_batch_size")))
+    last, how = _int(values.get("trainer.total_training_steps")), "trainer.total_training_steps"
+    epochs, rows = _int(values.get("trainer.total_epochs")), _int(meta.get("train_rows"))
+    if last is None and epochs and batch and rows:
+        last, how = epochs * (rows // batch), "%d epochs of %d steps, %d problems at %d a batch" % (
+            epochs, rows // batch, rows, batch)
+    beyond = [s for s in trained_steps if last is not None and s > last]
+    if beyond:
+        found.append("it ends near step %d (%s), so the sample's step %s is out of its reach"
+                     % (last, how, ", ".join(map(str, beyond))))
+    elif last is None:
+        found.append("how many steps it runs is not on record")
+    return found
+
+
+def reference_for(reference, meta, step):
+    """The reference figures (``reference``: the data of roles/grpo_eval/files/reference.yml) when the model and
+    the data are the reference ones, each with its source, and how the run differs from the reference run; else
+    None. Only figures with a public source are there."""
+    if not isinstance(reference, dict):
+        return None
+    if ((meta.get("model") or "").rstrip("/") != reference.get("model")
+            or (meta.get("data") or "").rstrip("/") != reference.get("data")):
+        return None
+    figures = _sourced(reference)
+    base = next((f for f in figures if f.get("model") == "base"), None)
+    trained = {f["step"]: f for f in figures if f.get("model") == "trained" and isinstance(f.get("step"), int)}
+    if base is None and not trained:
+        return None
+    steps = sorted(trained)
+    step = _int(step)
+    pick = trained.get(step)
+    sources = []
+    for figure in ([base] if base else []) + [trained[s] for s in steps]:
+        if figure["source"] not in sources:
+            sources.append(figure["source"])
+    run = reference.get("run") or {}
+    return {"base": base["accuracy"] if base else None, "trained": pick["accuracy"] if pick else None,
+            "trained_steps": steps, "source": "; ".join(source_text(s) for s in sources), "sources": sources,
+            "run": run, "differences": run_differences(run, meta, steps) if run else [],
+            "note": None if pick or not steps else "the sample reports step%s %s, not step %s" % (
+                "s" if len(steps) > 1 else "", ", ".join(map(str, steps)), step)}
+
+
+def reference_run_text(run):
+    """The reference run in one line, for the report."""
+    if not run:
+        return ""
+    return ("the sample's run (%s: %d card%s, rollout tensor parallel size %s, train batch size %s, save_freq %s, "
+            "%s epochs) with the sample's chat template and instruction" % (
+                (run.get("script") or "?").rsplit("/", 1)[-1], run.get("nnodes", 1) * run.get("n_gpus_per_node", 1),
+                "" if run.get("nnodes", 1) * run.get("n_gpus_per_node", 1) == 1 else "s", run.get("rollout_tp"),
+                run.get("train_batch_size"), run.get("save_freq"), run.get("total_epochs")))
 
 
 def build_report(base, trained, meta):
@@ -304,7 +409,9 @@ def build_report(base, trained, meta):
     ``meta``: ``dataset``; ``model`` (where the base weights came from: a hub id or a folder) and ``base_dir`` (the
     folder evaluated); ``data``; ``checkpoint`` (``step``, ``dir``, ``saved``, ``merged``: the trained folder
     evaluated); ``settings``; ``training`` (the launch behind the checkpoint); ``note`` (a sentence the inventory
-    adds, e.g. the simulated host's).
+    adds, e.g. the simulated host's); ``reference`` (the reference figures and run, roles/grpo_eval/files/
+    reference.yml), with what the run is compared to it by: ``chat_template`` and ``instruction`` (the assets
+    stage's record) and ``train_rows``.
     """
     diff = round(trained["accuracy"] - base["accuracy"], 2)
     checkpoint = meta.get("checkpoint", {})
@@ -320,7 +427,7 @@ def build_report(base, trained, meta):
         "checkpoint": checkpoint,
         "settings": meta.get("settings", {}),
         "training": meta.get("training", {}),
-        "reference": reference_for(meta.get("model"), meta.get("data"), checkpoint.get("step")),
+        "reference": reference_for(meta.get("reference"), meta, checkpoint.get("step")),
     }
     report["notes"] = report_notes(report, meta.get("note"))
     return report
@@ -372,7 +479,11 @@ def render_markdown(report, brief=False):
         line += " %s |" % ("-" if sample_diff is None else "%+.2f" % sample_diff)
     lines.append(line)
     if ref:
-        lines += ["", "Sample figures: %s%s." % (ref["source"], "; " + ref["note"] if ref["note"] else "")]
+        made = reference_run_text(ref.get("run"))
+        lines += ["", "Sample figures: %s%s%s." % (ref["source"], ", made by " + made if made else "",
+                                                   "; " + ref["note"] if ref["note"] else "")]
+        if ref.get("differences"):
+            lines += ["", "This run differs from the sample's: %s." % "; ".join(ref["differences"])]
     base, trained = report["base"], report["trained"]
     source = base.get("source")
     lines += ["", "Models evaluated:", "",
