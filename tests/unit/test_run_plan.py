@@ -31,7 +31,7 @@ def _finished(saved, script="aaa", overrides=SIM, total=2, batches=6, epochs=1, 
 
 def test_total_is_the_override_when_set():
     got = run_plan.planned_total(_with(SIM, **{"trainer.total_training_steps": 7}), SIM, {"total_steps": 2})
-    assert got["total"] == 7 and got["raise"] == "trainer.total_training_steps"
+    assert got["total"] == 7 and got["raise"] == "trainer.total_training_steps in grpo_train_overrides"
 
 
 def test_total_from_the_last_log_when_nothing_that_decides_it_changed():
@@ -71,7 +71,7 @@ def test_a_finished_run_at_its_total_relaunched_with_a_changed_setting_trains_no
     assert plan["wanted"] and not plan["launch"] and plan["total"] == 2 and plan["newest"] == 2
     assert "newest whole checkpoint is step 2 and the run's total is 2 steps" in plan["message"]
     assert "would train step 3 past the end" in plan["message"]
-    assert "raise trainer.total_training_steps above 2" in plan["message"]
+    assert "raise trainer.total_training_steps in grpo_train_overrides above 2" in plan["message"]
 
 
 def test_relaunch_does_not_train_past_the_total_either():

@@ -72,7 +72,8 @@ def planned_total(overrides, last_overrides=None, last_logged=None):
     logged = last_logged or {}
     steps = _int(new.get(TOTAL_STEPS))
     if steps is not None:
-        return {"total": steps, "how": "%s=%d" % (TOTAL_STEPS, steps), "raise": TOTAL_STEPS}
+        return {"total": steps, "how": "%s=%d" % (TOTAL_STEPS, steps),
+                "raise": "%s in grpo_train_overrides" % TOTAL_STEPS}
     epochs_hint = "%s in grpo_train_overrides (or set %s)" % (TOTAL_EPOCHS, TOTAL_STEPS)
     if last_overrides is None:
         return {"total": None, "how": "unknown: no earlier launch logged the loader's size", "raise": epochs_hint}
