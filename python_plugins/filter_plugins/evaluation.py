@@ -1,5 +1,5 @@
-"""Filters for the eval stage: the report built by the plain-Python evaluation engine, and Python literals for the
-OpenCompass configuration it renders."""
+"""Filters for the eval stage: the report built by the plain-Python evaluation engine, Python literals for the
+OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards)."""
 
 from ascend_grpo import evaluation, run_plan
 

@@ -1,4 +1,5 @@
-"""Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
+"""Filters for the train stage: its override and environment layers, merged by the plain-Python override engine, and
+whether to launch (run_plan: never a run at or past its total)."""
 
 from ascend_grpo import overrides, run_plan, tracking, verl_log
 
