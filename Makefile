@@ -48,11 +48,15 @@ $(VENV)/.installed-test: $(VENV)/.installed setup.py
 	touch $@
 
 # The sim host (image, device nodes, npu-smi), then its tiny model and problems (built with the training environment's
-# Python once the container and deps stages made it: sim_sources.yml runs them), then the whole chain.
+# Python once the container and deps stages made it: sim_sources.yml runs them), then the whole chain. As on a 910B the
+# chain is back once the run's first step is logged and the eval stage says the run is going; the demo waits for the
+# run's end (sim_wait.yml) and runs the eval stage again for the report.
 demo: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim
 	ansible-playbook site.yml -i inventories/sim
+	ansible-playbook playbooks/sim_wait.yml -i inventories/sim
+	ansible-playbook site.yml -i inventories/sim --tags eval
 	ansible-playbook playbooks/sim_seed.yml -i inventories/sim
 
 # Two simulated hosts as one Ray cluster (inventories/sim-multi): a real 2-node run (the eval is the single host's).
@@ -60,6 +64,7 @@ demo-multi: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim-multi
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
+	ansible-playbook playbooks/sim_wait.yml -i inventories/sim-multi
 
 # make test: the sim image, then molecule's scenarios (make molecule: multinode beside default's verify) with the other
 # tests beside them (make beside: the lint and the unit tests, then the integration tests). Molecule waits mostly on

@@ -1,7 +1,7 @@
-"""Filters for the eval stage: the report built by the plain-Python evaluation engine, and Python literals for the
-OpenCompass configuration it renders."""
+"""Filters for the eval stage: the report built by the plain-Python evaluation engine, Python literals for the
+OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards)."""
 
-from ascend_grpo import evaluation
+from ascend_grpo import evaluation, run_plan
 
 
 def _plain(value):
@@ -35,9 +35,23 @@ def eval_report_markdown(report, brief=False):
     return evaluation.render_markdown(_plain(report), brief=bool(brief))
 
 
+def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
+    """``{{ run_status | eval_gate(cards, grpo_eval_step, 'project/experiment', ansible_inventory_sources,
+    playbook_dir) }}``: evaluate, wait or refuse, with the lines that say why (run_plan.eval_gate: never while a run
+    of the workspace holds the cards OpenCompass would use)."""
+    sources = [str(s) for s in sources or []]
+
+    def command(tags):
+        return run_plan.site_command(["--tags", tags] if tags else [], sources,
+                                     str(project_dir) if project_dir else None)
+
+    return run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
+                              command)
+
+
 class FilterModule:
     """The eval stage's filters."""
 
     def filters(self):
         return {"python_literal": python_literal, "eval_report": eval_report,
-                "eval_report_markdown": eval_report_markdown}
+                "eval_report_markdown": eval_report_markdown, "eval_gate": eval_gate}

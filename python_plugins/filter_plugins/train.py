@@ -1,6 +1,7 @@
-"""Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
+"""Filters for the train stage: its override and environment layers, merged by the plain-Python override engine, and
+whether to launch (run_plan: never a run at or past its total)."""
 
-from ascend_grpo import overrides, tracking, verl_log
+from ascend_grpo import overrides, run_plan, tracking, verl_log
 
 
 def train_overrides(layers):
@@ -104,9 +105,28 @@ def _tensorboard_line(report):
             "%s and open %s" % (where, view["address"], view["port"], view["ssh"], view["open"]))
 
 
+def train_launch_plan(before, override_list, script_sha1, relaunch=False):
+    """``{{ grpo_train_before | train_launch_plan(grpo_train_override_list, sha1, grpo_train_relaunch) }}``: whether
+    the stage launches (run_plan.launch_plan: not while one goes, not a finished run with the same script, and never a
+    run whose newest whole checkpoint is at or past its total), with the message that says why not."""
+    return run_plan.launch_plan(_plain(before), [str(o) for o in override_list or []], str(script_sha1),
+                                bool(relaunch))
+
+
+def _plain(value):
+    """Ansible's wrapped values as plain Python ones."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    return str(value)
+
+
 class FilterModule:
     def filters(self):
         return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
                 "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
                 "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
-                "tensorboard_view": tensorboard_view}
+                "tensorboard_view": tensorboard_view, "train_launch_plan": train_launch_plan}

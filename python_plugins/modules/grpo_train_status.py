@@ -138,7 +138,21 @@ last_launch:
   description: The run folder's record of the last launch (C(.launch.json)), empty when it was never launched.
   returned: always
   type: dict
-  sample: {script_sha1: 3f2a..., pid: 4242, started_at: "2026-12-03T10:00:00+0000", profile: npu-single}
+  sample: {script_sha1: 3f2a..., pid: 4242, started_at: "2026-12-03T10:00:00+0000", profile: npu-single, cards: "0"}
+launch_overrides:
+  description: >-
+    The overrides of the last launch, from the run folder's history (C(launches.jsonl), its last line); null when it
+    has none. The train stage works out from them whether the run's total changed (C(ascend_grpo.run_plan)).
+  returned: always
+  type: list
+  elements: str
+last_log:
+  description: >-
+    What the current log (the last launch's) says of the run's length: C(total_steps) ("Total training steps"),
+    C(batches_per_epoch) ("Size of train dataloader"), C(total_epochs); each null until verl printed it.
+  returned: always
+  type: dict
+  sample: {total_steps: 2, batches_per_epoch: 6, total_epochs: 1}
 plot:
   description: The PNG written (with the C(plot) option and at least one logged step).
   returned: when a plot was written
@@ -169,6 +183,7 @@ compare_table:
   type: str
 """
 
+import json
 import os
 import shutil
 import time
@@ -241,6 +256,24 @@ def compare(root, this_run, this_state):
     return rows
 
 
+def last_launch_overrides(run_dir):
+    """The overrides of the run's last launch (the last line of ``launches.jsonl``), or None."""
+    path = os.path.join(run_dir, "launches.jsonl")
+    try:
+        lines = [line for line in _read(path).splitlines() if line.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("overrides"), list):
+            return entry["overrides"]
+        return None
+    return None
+
+
 def look(p):
     job = jobs.status(p["state_dir"], p["job"])
     log = os.path.join(p["run_dir"], "logs", "latest.log")
@@ -257,6 +290,8 @@ def look(p):
               "resumed_from": parsed.get("resumed_from"), "summary": summary,
               "checkpoints": saved,
               "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {},
+              "launch_overrides": last_launch_overrides(p["run_dir"]),
+              "last_log": {key: parsed.get(key) for key in ("total_steps", "batches_per_epoch", "total_epochs")},
               "history": {"segments": history["segments"], "steps": [entry["step"] for entry in history["steps"]],
                           "validations": [[entry["step"], entry["metrics"][summary["val_metric"]]]
                                           for entry in history["validations"]

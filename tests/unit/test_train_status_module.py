@@ -120,3 +120,24 @@ def test_history_over_launches_compare_and_tensorboard(tmp_path):
     table = result["compare_table"].splitlines()
     assert [cells.split()[1] for cells in table[2:4]] == ["lr1e-6", "lr3e-6"]
     assert table[2].split()[4] == "0.500@4"
+
+
+def test_the_last_launch_overrides_and_what_its_log_says_of_the_runs_length(tmp_path):
+    """What the train stage's launch decision reads (ascend_grpo.run_plan): the last line of launches.jsonl, and the
+    totals the current log printed."""
+    import json
+
+    run = tmp_path / "run"
+    _write_log(run, "grpo-1.log", "Size of train dataloader: 9, Size of val dataloader: 1\nTotal training steps: 9\n")
+    _write_log(run, "grpo-2.log", "Size of train dataloader: 6, Size of val dataloader: 1\n"
+                                  "{'trainer': {'total_epochs': 1,\nTotal training steps: 2\n")
+    os.symlink("grpo-2.log", run / "logs" / "latest.log")
+    (run / "launches.jsonl").write_text(
+        json.dumps({"overrides": ["trainer.total_training_steps=9"]}) + "\n"
+        + json.dumps({"overrides": ["trainer.total_training_steps=2"]}) + "\n")
+    params = {"state_dir": str(tmp_path / "state"), "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c")}
+    result = run_module("grpo_train_status", params)
+    assert result["launch_overrides"] == ["trainer.total_training_steps=2"]
+    assert result["last_log"] == {"total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1}
+    (run / "launches.jsonl").unlink()
+    assert run_module("grpo_train_status", params)["launch_overrides"] is None
