@@ -1,6 +1,6 @@
 """Filters for the train stage: its override and environment layers, merged by the plain-Python override engine."""
 
-from ascend_grpo import overrides, tracking, verl_log
+from ascend_grpo import overrides, rerun, tracking, verl_log
 
 
 def train_overrides(layers):
@@ -42,9 +42,11 @@ def tensorboard_bind(asked, network, container_address):
     return {"address": address, "reason": why} if address else {"problem": why}
 
 
-def tensorboard_view(logdir, address, port, host, container, python):
-    """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view)."""
-    return tracking.tensorboard_view(logdir, address, port, host, container, python)
+def tensorboard_view(logdir, address, port, host, container, python, inventory=""):
+    """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view),
+    and ``rerun``, the --tags tensorboard line with ``inventory`` (grpo_common_inventory_args)."""
+    return dict(tracking.tensorboard_view(logdir, address, port, host, container, python),
+                rerun=rerun.command("tensorboard", inventory))
 
 
 def _cards(cards):
@@ -100,8 +102,9 @@ def _tensorboard_line(report):
     if not view:
         problem = (report.get("tensorboard_bind") or {}).get("problem")
         return "%s; %s" % (where, problem) if problem else where
-    return ("%s; serve them: ansible-playbook site.yml --tags tensorboard (listens on %s:%d), then from a laptop: "
-            "%s and open %s" % (where, view["address"], view["port"], view["ssh"], view["open"]))
+    return ("%s; serve them: %s (listens on %s:%d), then from a laptop: %s and open %s"
+            % (where, view.get("rerun") or rerun.command("tensorboard"), view["address"], view["port"], view["ssh"],
+               view["open"]))
 
 
 class FilterModule:

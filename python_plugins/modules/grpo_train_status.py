@@ -49,6 +49,12 @@ options:
     type: list
     elements: dict
     default: []
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the commands in a fix carry (C(ansible-playbook site.yml -i ... --tags doctor)). Empty, a placeholder.
+    type: str
+    default: ""
   tensorboard_dir:
     description: The run's TensorBoard folder (C(TENSORBOARD_DIR)); its event files are counted.
     type: path
@@ -275,7 +281,8 @@ def look(p):
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
         if p["triage"]:
             result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
-                                               job.get("exit_status"), free, _run_values(p["run_dir"]))
+                                               job.get("exit_status"), free, _run_values(p["run_dir"]),
+                                               inventory=p["inventory"])
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]
                                          if result["resumed_from"] else " (of %s)" % result["total_steps"]
@@ -295,6 +302,7 @@ def main():
                            checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
                            wait=dict(type="float", default=0), plot=dict(type="path"),
                            triage=dict(type="list", elements="dict", default=[]),
+                           inventory=dict(type="str", default=""),
                            tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
         supports_check_mode=True,
     )

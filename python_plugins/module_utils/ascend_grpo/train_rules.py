@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 
-from . import workspace
+from . import rerun, workspace
 
 # bytes a parameter takes in a checkpoint: fp32 weights (4) and Adam's two fp32 moments (8)
 CHECKPOINT_BYTES_PER_PARAM = 12
@@ -90,8 +90,9 @@ def checkpoint_bytes(model_config, weights_bytes):
     return int(params * CHECKPOINT_BYTES_PER_PARAM)
 
 
-def check(cfg, env):
-    """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`)."""
+def check(cfg, env, inventory=""):
+    """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`); ``inventory``: the -i words the
+    command to run a stage carries (:mod:`rerun`)."""
     cfg = config(cfg)
     errors = []
 
@@ -141,8 +142,8 @@ def check(cfg, env):
              "a divisor of %d" % (tp, world, world))
 
     if not env.get("model_dir_exists"):
-        fail("actor_rollout_ref.model.path", "%s holds no config.json: run the assets stage (--tags assets) or set "
-             "the model path" % _get(cfg, "actor_rollout_ref.model.path"))
+        fail("actor_rollout_ref.model.path", "%s holds no config.json: run the assets stage (%s) or set the model "
+             "path" % (_get(cfg, "actor_rollout_ref.model.path"), rerun.command("assets", inventory)))
     else:
         limit = env["model_config"].get("max_position_embeddings")
         prompt, response = _get(cfg, "data.max_prompt_length", 0), _get(cfg, "data.max_response_length", 0)
@@ -158,7 +159,8 @@ def check(cfg, env):
                                                              free / 2**30))
 
     for key, path in env.get("missing_files", []):
-        fail(key, "%s does not exist: run the assets stage (--tags assets) or fix the path" % path)
+        fail(key, "%s does not exist: run the assets stage (%s) or fix the path" % (path, rerun.command("assets",
+                                                                                                 inventory)))
 
     reward_path = _get(cfg, "custom_reward_function.path")
     reward_name = _get(cfg, "custom_reward_function.name") or "compute_score"
