@@ -45,8 +45,17 @@ def tensorboard_bind(asked, network, container_address):
 def tensorboard_view(logdir, address, port, host, container, python, inventory=""):
     """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view),
     and ``rerun``, the --tags tensorboard line with ``inventory`` (grpo_common_inventory_args)."""
+    note = (" (fill in the address your laptop reaches the NPU host at: Ansible runs on the host itself, so the "
+            "inventory has none; set ansible_host there and this line names it)"
+            if host == tracking.SSH_HOST_PLACEHOLDER else "")
     return dict(tracking.tensorboard_view(logdir, address, port, host, container, python),
-                rerun=rerun.command("tensorboard", inventory))
+                rerun=rerun.command("tensorboard", inventory), ssh_note=note)
+
+
+def tensorboard_ssh_target(name, connection="ssh", host="", user=""):
+    """``{{ grpo_npu_host | tensorboard_ssh_target(connection, ansible_host, ansible_user) }}``: the NPU host as a
+    laptop's ssh reaches it, or a placeholder to fill in (tracking.ssh_target)."""
+    return tracking.ssh_target(name, connection, host, user)
 
 
 def _cards(cards):
@@ -112,4 +121,4 @@ class FilterModule:
         return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
                 "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
                 "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
-                "tensorboard_view": tensorboard_view}
+                "tensorboard_view": tensorboard_view, "tensorboard_ssh_target": tensorboard_ssh_target}
