@@ -35,6 +35,12 @@ def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
     return found
 
 
+def train_wait_minutes(override_list, wait_minutes, validation_minutes):
+    """``{{ grpo_train_override_list | train_wait_minutes(wait, validation) }}``: the first step's wait in minutes,
+    with the validation before training's allowance when the run validates first (overrides.first_step_wait_minutes)."""
+    return overrides.first_step_wait_minutes(override_list, wait_minutes, validation_minutes)
+
+
 def tensorboard_bind(asked, network, container_address):
     """``{{ grpo_train_tensorboard_host | tensorboard_bind(network, address) }}``: {"address", "reason"} or
     {"problem"} (tracking.tensorboard_bind)."""
@@ -121,4 +127,4 @@ class FilterModule:
         return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
                 "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
                 "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
-                "tensorboard_view": tensorboard_view, "tensorboard_ssh_target": tensorboard_ssh_target}
+                "tensorboard_view": tensorboard_view, "train_wait_minutes": train_wait_minutes, "tensorboard_ssh_target": tensorboard_ssh_target}
