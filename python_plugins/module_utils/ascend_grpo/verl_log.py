@@ -426,8 +426,8 @@ def why_it_ended(exit_status, error, last_line, saved, checkpoint_free_mb=None):
     # torch.save on a full disk says "file write failed", not ENOSPC: the free space left tells
     low = checkpoint_free_mb is not None and checkpoint_free_mb < workspace.LOW_SPACE_MB
     if error and ("No space left on device" in error or "Errno 28" in error or low):
-        return ("%s: the disk is full%s. Free space (older global_step_N folders; trainer.max_actor_ckpt_to_keep "
-                "keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
+        return ("%s: the disk is full%s. Free space (older global_step_N folders; grpo_max_actor_ckpt_to_keep, "
+                "trainer.max_actor_ckpt_to_keep, keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
                                                    " (%d MB free where checkpoints go)" % checkpoint_free_mb, resume))
     if error:
         return error
