@@ -13,7 +13,7 @@ def run_disk_gib(params_b, max_to_keep):
 def run_disk_why(params_b, max_to_keep):
     """The same estimate, part by part, in words (for the message when there is too little room)."""
     checkpoints = int(max_to_keep) if int(max_to_keep) > 0 else run_size.REFERENCE_SAVES
-    return "the run's estimate for a model of %s B parameters with %s: %s" % (
+    return "by default the run's estimate for a model of %s B parameters with %s: %s" % (
         params_b, "grpo_max_actor_ckpt_to_keep %d" % int(max_to_keep) if int(max_to_keep) > 0
         else "every save kept (grpo_max_actor_ckpt_to_keep 0; the reference run's %d)" % checkpoints,
         run_size.describe(run_size.estimate(int(float(params_b) * 1e9), checkpoints)))
