@@ -46,6 +46,14 @@ def doc_files():
 
 # ---- the triage table ----------------------------------------------------------------------------------------------
 
+def _rerun_line(match):
+    """A fix's ``{rerun.TAG}`` as the page shows it: the command with the placeholder for the user's inventory."""
+    sys.path.insert(0, os.path.join(ROOT, "python_plugins", "module_utils"))
+    from ascend_grpo import rerun  # the one builder of such lines
+
+    return "`%s`" % rerun.command(match.group(1))
+
+
 def triage_table():
     with open(os.path.join(ROOT, "roles", "grpo_train", "files", "triage.yml"), encoding="utf-8") as handle:
         entries = yaml.safe_load(handle)
@@ -53,7 +61,8 @@ def triage_table():
             "|---|---|---|---|---|"]
     for entry in entries:
         links = ", ".join("[%s](%s)" % (_short(url), url) for url in entry.get("upstream") or [])
-        rows.append("| `%s` | %s | %s | `%s` | %s |" % (entry["id"], _cell(entry["cause"]), _cell(entry["fix"]),
+        fix = re.sub(r"\{rerun\.(\w+)\}", _rerun_line, entry["fix"])
+        rows.append("| `%s` | %s | %s | `%s` | %s |" % (entry["id"], _cell(entry["cause"]), _cell(fix),
                                                        entry["setting"], links))
     return "\n".join(rows)
 

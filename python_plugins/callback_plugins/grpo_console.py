@@ -15,7 +15,8 @@ description:
     stop), C(--tags status), which a plain run leaves out) prints nothing; so does a play that matches no host
     (the cluster stage with one NPU host), where the default says that no host matched.
   - The argument checks Ansible adds in front of every role (C(Validating arguments against arg spec)) print
-    nothing when they pass; a failing one prints as usual.
+    nothing when they pass; a failing one prints as usual. So does the check in front of C(site.yml) that the
+    inventory lists NPU hosts (C(Require an inventory with NPU hosts)).
   - A task run with C(async) and C(poll) (the deps stage's install) prints that it is still
     working, with the time it has taken, once a minute, instead of an C(ASYNC POLL) line per poll.
   - With C(-v) or more every line of the default output is printed as well.
@@ -46,6 +47,9 @@ from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 _VALIDATE_ACTIONS = ("validate_argument_spec", "ansible.builtin.validate_argument_spec",
                      "ansible.legacy.validate_argument_spec")
 _VALIDATE_NAME = "Validating arguments against arg spec"
+# The package's own check in front of the chain (site.yml: an inventory with NPU hosts), as quiet as Ansible's
+_ASSERT_ACTIONS = ("assert", "ansible.builtin.assert", "ansible.legacy.assert")
+_QUIET_CHECKS = ("Require an inventory with NPU hosts",)
 # An unchanged progress line is shown again after this many seconds, so a long quiet step still shows life.
 REPEAT_AFTER_S = 60.0
 
@@ -121,8 +125,10 @@ class CallbackModule(DefaultCallback):
             super().v2_playbook_on_play_start(play)
 
     def _is_quiet(self, task):
-        return (self._display.verbosity < 1 and task.action in _VALIDATE_ACTIONS
-                and _VALIDATE_NAME in (task.get_name() or ""))
+        name = task.get_name() or ""
+        return self._display.verbosity < 1 and (
+            (task.action in _VALIDATE_ACTIONS and _VALIDATE_NAME in name)
+            or (task.action in _ASSERT_ACTIONS and name.strip() in _QUIET_CHECKS))
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         if self._is_quiet(task):

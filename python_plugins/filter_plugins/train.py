@@ -1,7 +1,7 @@
 """Filters for the train stage: its override and environment layers, merged by the plain-Python override engine, and
 whether to launch (run_plan: never a run at or past its total)."""
 
-from ascend_grpo import overrides, run_plan, tracking, verl_log
+from ascend_grpo import overrides, rerun, run_plan, tracking, verl_log
 
 
 def train_overrides(layers):
@@ -36,6 +36,12 @@ def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
     return found
 
 
+def train_wait_minutes(override_list, wait_minutes, validation_minutes):
+    """``{{ grpo_train_override_list | train_wait_minutes(wait, validation) }}``: the first step's wait in minutes,
+    with the validation before training's allowance when the run validates first (overrides.first_step_wait_minutes)."""
+    return overrides.first_step_wait_minutes(override_list, wait_minutes, validation_minutes)
+
+
 def tensorboard_bind(asked, network, container_address):
     """``{{ grpo_train_tensorboard_host | tensorboard_bind(network, address) }}``: {"address", "reason"} or
     {"problem"} (tracking.tensorboard_bind)."""
@@ -43,9 +49,20 @@ def tensorboard_bind(asked, network, container_address):
     return {"address": address, "reason": why} if address else {"problem": why}
 
 
-def tensorboard_view(logdir, address, port, host, container, python):
-    """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view)."""
-    return tracking.tensorboard_view(logdir, address, port, host, container, python)
+def tensorboard_view(logdir, address, port, host, container, python, inventory=""):
+    """The commands that serve a run's TensorBoard events and reach them from a laptop (tracking.tensorboard_view),
+    and ``rerun``, the --tags tensorboard line with ``inventory`` (grpo_common_inventory_args)."""
+    note = (" (fill in the address your laptop reaches the NPU host at: Ansible runs on the host itself, so the "
+            "inventory has none; set ansible_host there and this line names it)"
+            if host == tracking.SSH_HOST_PLACEHOLDER else "")
+    return dict(tracking.tensorboard_view(logdir, address, port, host, container, python),
+                rerun=rerun.command("tensorboard", inventory), ssh_note=note)
+
+
+def tensorboard_ssh_target(name, connection="ssh", host="", user=""):
+    """``{{ grpo_npu_host | tensorboard_ssh_target(connection, ansible_host, ansible_user) }}``: the NPU host as a
+    laptop's ssh reaches it, or a placeholder to fill in (tracking.ssh_target)."""
+    return tracking.ssh_target(name, connection, host, user)
 
 
 def _cards(cards):
@@ -101,8 +118,9 @@ def _tensorboard_line(report):
     if not view:
         problem = (report.get("tensorboard_bind") or {}).get("problem")
         return "%s; %s" % (where, problem) if problem else where
-    return ("%s; serve them: ansible-playbook site.yml --tags tensorboard (listens on %s:%d), then from a laptop: "
-            "%s and open %s" % (where, view["address"], view["port"], view["ssh"], view["open"]))
+    return ("%s; serve them: %s (listens on %s:%d), then from a laptop: %s and open %s"
+            % (where, view.get("rerun") or rerun.command("tensorboard"), view["address"], view["port"], view["ssh"],
+               view["open"]))
 
 
 def train_launch_plan(before, override_list, script_sha1, relaunch=False):
@@ -129,4 +147,5 @@ class FilterModule:
         return {"train_overrides": train_overrides, "train_env": train_env, "train_status_table": train_status_table,
                 "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
                 "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
-                "tensorboard_view": tensorboard_view, "train_launch_plan": train_launch_plan}
+                "tensorboard_view": tensorboard_view, "train_launch_plan": train_launch_plan,
+                "train_wait_minutes": train_wait_minutes, "tensorboard_ssh_target": tensorboard_ssh_target}

@@ -18,6 +18,12 @@ description:
     beside the checkpoint; after the merge the chat template is compared with the training's.
   - A target that cannot be written is refused before anything runs. Supports check mode and diff.
 options:
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
     type: path
@@ -121,12 +127,14 @@ def main():
             target_root=dict(type="path", required=True),
             python=dict(type="str", default="python3"),
             launches=dict(type="path"),
+            inventory=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"])
+        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
+                                          p["inventory"])
     except evaluation.EvalError as err:
         module.fail_json(msg=str(err))
     backup, source_fingerprint = plan.pop("backup"), plan.pop("source_fingerprint")

@@ -15,6 +15,12 @@ description:
   - Read-only (the C(_info) counterpart of C(grpo_checkpoint), which merges); runs the same in check mode and never
     reports a change.
 options:
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
     type: path
@@ -94,12 +100,14 @@ def main():
             step=dict(type="int", default=0),
             target_root=dict(type="path", required=True),
             launches=dict(type="path"),
+            inventory=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"])
+        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
+                                          p["inventory"])
     except evaluation.EvalError as err:
         module.fail_json(msg=str(err))
     for private in ("backup", "source_fingerprint"):

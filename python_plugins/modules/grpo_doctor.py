@@ -89,6 +89,12 @@ options:
     type: str
     choices: [always, changed]
     default: always
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)),
+        which the commands in a fix carry (C(ansible-playbook site.yml -i ... --tags deps)). Empty, a placeholder.
+    type: str
+    default: ""
 author:
   - GRPO on Ascend maintainers
 """
@@ -227,7 +233,8 @@ def main():
             accept=dict(type="list", elements="str", default=[]), cards=dict(type="list", elements="int", default=[]),
             in_container=dict(type="bool", default=False), scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
             cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
-            when=dict(type="str", choices=["always", "changed"], default="always")),
+            when=dict(type="str", choices=["always", "changed"], default="always"),
+            inventory=dict(type="str", default="")),
         supports_check_mode=True,
     )
     p = module.params
@@ -259,7 +266,7 @@ def main():
         facts = before["facts"]
     expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"],
               "in_container": p["in_container"], "scripts": p["scripts"],
-              "npu_smi": smi, "cluster": bool(p["cluster_address"])}
+              "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"]}
     rows = doctor.evaluate(facts, expect)
     passed = not any(r["status"] == "fail" for r in rows)
     result = {"fingerprint": stamp, "passed": passed, "summary": doctor.summary(rows), "rows": rows, "facts": facts,

@@ -17,6 +17,12 @@ description:
     I(reports)) in one call, each only when its content differs, atomically (a reader never sees half a report).
   - Supports check mode.
 options:
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   name:
     description: Which model this is in the report (base or trained). Required by query and collected.
     type: str
@@ -103,7 +109,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, workspace
+from ansible.module_utils.ascend_grpo import evaluation, rerun, workspace
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 
@@ -134,6 +140,7 @@ def main():
             report_name=dict(type="str"),
             reports=dict(type="dict"),
             report_dir=dict(type="path"),
+            inventory=dict(type="str", default=""),
         ),
         required_if=[("state", "query", MODEL_OPTIONS), ("state", "collected", MODEL_OPTIONS),
                      ("state", "reported", ["report_name", "reports"])],
@@ -144,8 +151,9 @@ def main():
         report(module, p)
     for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
         if not os.path.isfile(path):
-            module.fail_json(msg="the %s model's %s %s is missing: run the assets stage (--tags assets)%s." % (
-                p["name"], what, path, ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
+            module.fail_json(msg="the %s model's %s %s is missing: run the assets stage (%s)%s." % (
+                p["name"], what, path, rerun.command("assets", p["inventory"]),
+                ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
                 if p["name"] == "base" and what == "model folder" else ""))
     data_sha = workspace.sha256_file(p["data_file"])
     key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])

@@ -21,6 +21,12 @@ options:
     description: The workspace's state folder (C(<workspace>/.grpo)).
     type: path
     required: true
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   read:
     description: Stages whose records to return, in C(records).
     type: list
@@ -91,6 +97,7 @@ def main():
             optional=dict(type="list", elements="str", default=[], choices=list(workspace.STAGES)),
             stage=dict(type="str", choices=list(workspace.STAGES)),
             record=dict(type="dict"),
+            inventory=dict(type="str", default=""),
         ),
         required_together=[("stage", "record")],
         supports_check_mode=True,
@@ -100,7 +107,7 @@ def main():
     missing = []
     for stage in p["read"]:
         try:
-            result["records"][stage] = workspace.read_record(p["state_dir"], stage)
+            result["records"][stage] = workspace.read_record(p["state_dir"], stage, p["inventory"])
         except workspace.MissingRecord as err:
             (result["missing"] if stage in p["optional"] else missing).append(str(err))
     if missing:

@@ -49,6 +49,12 @@ options:
     type: list
     elements: dict
     default: []
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the commands in a fix carry (C(ansible-playbook site.yml -i ... --tags doctor)). Empty, a placeholder.
+    type: str
+    default: ""
   tensorboard_dir:
     description: The run's TensorBoard folder (C(TENSORBOARD_DIR)); its event files are counted.
     type: path
@@ -106,9 +112,15 @@ error:
   returned: when failed
   type: str
 progress:
-  description: One line for people ("step 3/29 ...").
+  description: One line for people ("step 3/29 ..."; before the first step, whether it validates before training).
   returned: always
   type: str
+validating:
+  description:
+    - Whether the running run is in a validation now (it began generating a validation batch and logged neither
+      its metrics nor a step since); before the first step, the validation before training.
+  returned: always
+  type: bool
 running:
   description: Whether the run's process (or anything in its process group) runs.
   returned: always
@@ -310,11 +322,15 @@ def look(p):
         result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
         if p["triage"]:
             result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
-                                               job.get("exit_status"), free, _run_values(p["run_dir"]))
+                                               job.get("exit_status"), free, _run_values(p["run_dir"]),
+                                               inventory=p["inventory"])
+    result["validating"] = bool(job["running"] and parsed.get("validating"))
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]
                                          if result["resumed_from"] else " (of %s)" % result["total_steps"]
                                          if result["total_steps"] else ": verl is starting")
+        if result["validating"]:
+            step += ": validating before training (trainer.val_before_train)"
     else:
         step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
     metrics = ", ".join("%s %s" % (k, ("%.4g" % summary[k]) if isinstance(summary[k], float) else summary[k])
@@ -330,6 +346,7 @@ def main():
                            checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
                            wait=dict(type="float", default=0), plot=dict(type="path"),
                            triage=dict(type="list", elements="dict", default=[]),
+                           inventory=dict(type="str", default=""),
                            tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
         supports_check_mode=True,
     )

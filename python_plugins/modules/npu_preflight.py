@@ -46,9 +46,26 @@ options:
     type: path
     required: true
   min_free_gib:
-    description: Free space needed where the workspace is, in GiB.
+    description:
+      - What the run writes where the workspace is, in GiB (the container stage gives its estimate,
+        C(ascend_grpo.run_size)). What the workspace already holds counts as written; it is measured only when the
+        free space alone falls short.
     type: float
     default: 50
+  min_free_why:
+    description: How I(min_free_gib) was reached, for the message when there is too little room.
+    type: str
+    default: ""
+  docker_root:
+    description:
+      - Docker's data root (C(docker info)'s DockerRootDir) when an image is about to be pulled there; empty skips
+        the check. When it shares a filesystem with the workspace, both needs count.
+    type: str
+    default: ""
+  image_gib:
+    description: The image's size on disk after the pull, in GiB.
+    type: float
+    default: 10
   fail_on_problems:
     description: Fail when a problem is found (false reports them in C(problems) and succeeds).
     type: bool
@@ -62,7 +79,9 @@ EXAMPLES = r"""
   npu_preflight:
     cards: [0]
     workspace: /data/grpo
-    min_free_gib: 50
+    min_free_gib: 50.6
+    docker_root: /var/lib/docker
+    image_gib: 10
   register: npu_host
 """
 
@@ -113,6 +132,9 @@ def main():
             npu_smi=dict(type="str", default="npu-smi"),
             workspace=dict(type="path", required=True),
             min_free_gib=dict(type="float", default=50),
+            min_free_why=dict(type="str", default=""),
+            docker_root=dict(type="str", default=""),
+            image_gib=dict(type="float", default=10),
             fail_on_problems=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
@@ -134,8 +156,10 @@ def main():
         npu_smi_cmd = module.get_bin_path(npu_smi_cmd, opt_dirs=["/usr/local/sbin", "/usr/local/bin"]) or npu_smi_cmd
     parsed, smi_problems = host_checks.run_npu_smi(npu_smi_cmd, p["cards"])
     problems += smi_problems
-    free, disk_problems = host_checks.check_disk(p["workspace"], p["min_free_gib"])
+    free, disk_problems = host_checks.check_disk(p["workspace"], p["min_free_gib"], p["min_free_why"])
     problems += disk_problems
+    if not disk_problems:  # a workspace short of room already says so; the image's room only counts beside it
+        problems += host_checks.check_image_room(p["docker_root"], p["image_gib"], p["workspace"], p["min_free_gib"])
 
     nodes = host_checks.device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
     result = dict(changed=False, npu_smi=parsed, npu_smi_path=npu_smi_cmd,

@@ -33,6 +33,12 @@ options:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
     default: ""
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   paths:
     description: Package folders to resolve against (default this Python's site-packages).
     type: list
@@ -127,12 +133,13 @@ def main():
             entries=dict(type="list", elements="str", required=True),
             optional=dict(type="list", elements="str", default=[]),
             enable_optional=dict(type="bool", default=False),
+            inventory=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        p["root"] = workspace.verl_dir(p["state_dir"], p["root"])
+        p["root"] = workspace.verl_dir(p["state_dir"], p["root"], p["inventory"])
     except workspace.MissingRecord as err:
         module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err)
     paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",

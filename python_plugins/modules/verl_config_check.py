@@ -26,6 +26,12 @@ options:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
     default: ""
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   overrides:
     description: The run's Hydra overrides, as on verl's command line.
     type: list
@@ -75,6 +81,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo import overrides as ov
+from ansible.module_utils.ascend_grpo import rerun
 from ansible.module_utils.ascend_grpo import train_rules
 from ansible.module_utils.ascend_grpo import workspace
 
@@ -91,18 +98,19 @@ def main():
                            state_dir=dict(type="path", default=""),
                            overrides=dict(type="list", elements="str", required=True),
                            cards=dict(type="list", elements="int", required=True),
-                           config_name=dict(type="str", default="ppo_trainer")),
+                           config_name=dict(type="str", default="ppo_trainer"),
+                           inventory=dict(type="str", default="")),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        p["verl_dir"] = workspace.verl_dir(p["state_dir"], p["verl_dir"])
+        p["verl_dir"] = workspace.verl_dir(p["state_dir"], p["verl_dir"], p["inventory"])
     except workspace.MissingRecord as err:
         module.fail_json(msg="%s Or set grpo_train_verl_dir to the folder that holds verl/." % err, errors=[])
     config_dir = os.path.join(p["verl_dir"], "verl", "trainer", "config")
     if not os.path.isfile(os.path.join(config_dir, p["config_name"] + ".yaml")):
-        module.fail_json(msg="%s has no %s.yaml: run the deps stage (--tags deps) or set grpo_train_verl_dir"
-                         % (config_dir, p["config_name"]), errors=[])
+        module.fail_json(msg="%s has no %s.yaml: run the deps stage (%s) or set grpo_train_verl_dir"
+                         % (config_dir, p["config_name"], rerun.command("deps", p["inventory"])), errors=[])
     try:
         from omegaconf import OmegaConf
         errors = ov.validate(config_dir, p["overrides"], p["config_name"])
@@ -113,7 +121,7 @@ def main():
     except ImportError as err:
         module.fail_json(msg="hydra and omegaconf are needed in the training environment: %s" % err, errors=[])
     if cfg is not None:
-        errors = train_rules.check(cfg, train_rules.facts(cfg, p["cards"]))
+        errors = train_rules.check(cfg, train_rules.facts(cfg, p["cards"]), inventory=p["inventory"])
     errors = [{"key": e["key"], "message": e["message"]} for e in errors]
     if errors:
         module.fail_json(msg="The run would fail; change: " + "; ".join(

@@ -23,6 +23,12 @@ options:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
     default: ""
+  inventory:
+    description:
+      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
+        the command in a message naming the stage to run first carries. Empty, a placeholder.
+    type: str
+    default: ""
   operations:
     description:
       - The operations (op, file and the fields of that op); content already resolved.
@@ -91,6 +97,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo import rerun
 from ansible.module_utils.ascend_grpo import workspace
 from ansible.module_utils.ascend_grpo import ast_patch
 
@@ -100,17 +107,19 @@ def main():
         argument_spec=dict(root=dict(type="path", default=""),
                            state_dir=dict(type="path", default=""),
                            operations=dict(type="list", elements="dict", required=True),
-                           enable_optional=dict(type="bool", default=False)),
+                           enable_optional=dict(type="bool", default=False),
+                           inventory=dict(type="str", default="")),
         supports_check_mode=True,
     )
     try:
-        root = workspace.verl_dir(module.params["state_dir"], module.params["root"])
+        root = workspace.verl_dir(module.params["state_dir"], module.params["root"], module.params["inventory"])
     except workspace.MissingRecord as err:
         module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err,
                          problems=[str(err)])
     if not os.path.isfile(os.path.join(root, "verl", "__init__.py")):
-        module.fail_json(msg="%s holds no verl source (no verl/__init__.py): run the deps stage first (--tags deps), "
-                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/." % root,
+        module.fail_json(msg="%s holds no verl source (no verl/__init__.py): run the deps stage first (%s), "
+                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/."
+                             % (root, rerun.command("deps", module.params["inventory"])),
                          problems=["no verl tree at %s" % root])
     try:
         results = ast_patch.apply_profile(root, module.params["operations"],

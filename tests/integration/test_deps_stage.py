@@ -179,7 +179,8 @@ def test_patch_stage_refuses_an_unknown_profile_and_a_file_in_neither_shape(env,
     (workspace / ".grpo" / "deps.json").unlink(missing_ok=True)
     unrecorded = patch_stage({})
     assert unrecorded.returncode != 0
-    assert "deps.json is missing: run the deps stage first (--tags deps)." in " ".join(unrecorded.stdout.split())
+    assert ("deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/sim --tags deps)."
+            in " ".join(unrecorded.stdout.split()))
     # the record the deps stage leaves (the workspace is /data/grpo in the container)
     (workspace / ".grpo" / "deps.json").write_text(json.dumps({"verl_dir": "/data/grpo/verl"}))
     shape = workspace / "verl" / "verl" / "shape.py"

@@ -25,7 +25,12 @@ def test_a_record_is_written_once_and_read_back(tmp_path):
 def test_a_missing_or_broken_record_names_the_stage_to_run(tmp_path):
     with pytest.raises(workspace.MissingRecord) as err:
         workspace.read_record(str(tmp_path), "assets")
-    assert str(err.value) == "%s/assets.json is missing: run the assets stage first (--tags assets)." % tmp_path
+    # no inventory given: a placeholder the user fills in, never a guessed inventory
+    assert str(err.value) == ("%s/assets.json is missing: run the assets stage first (ansible-playbook site.yml "
+                              "-i <your inventory> --tags assets)." % tmp_path)
+    with pytest.raises(workspace.MissingRecord) as err:
+        workspace.read_record(str(tmp_path), "assets", "-i inventories/cloud910b")
+    assert str(err.value).endswith("(ansible-playbook site.yml -i inventories/cloud910b --tags assets).")
     (tmp_path / "train.json").write_text("[1, 2]")
     with pytest.raises(workspace.MissingRecord, match="train.json is not a JSON object: run the train stage first"):
         workspace.read_record(str(tmp_path), "train")
@@ -45,10 +50,13 @@ def test_the_module_reads_records_and_fails_naming_every_missing_stage(tmp_path)
     workspace.write_record(str(tmp_path), "assets", {"model_dir": "/m"})
     result = run_module("grpo_handover", {"state_dir": str(tmp_path), "read": ["assets"]})
     assert result["records"] == {"assets": {"model_dir": "/m"}} and not result["changed"]
-    result = run_module("grpo_handover", {"state_dir": str(tmp_path), "read": ["assets", "train", "deps"]})
+    result = run_module("grpo_handover", {"state_dir": str(tmp_path), "read": ["assets", "train", "deps"],
+                                          "inventory": "-i inventories/cloud910b"})
     assert result["failed"]
-    assert "train.json is missing: run the train stage first (--tags train)." in result["msg"]
-    assert "deps.json is missing: run the deps stage first (--tags deps)." in result["msg"]
+    assert ("train.json is missing: run the train stage first (ansible-playbook site.yml -i inventories/cloud910b "
+            "--tags train).") in result["msg"]
+    assert ("deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/cloud910b "
+            "--tags deps).") in result["msg"]
 
 
 def test_the_module_leaves_a_record_once_with_check_mode_and_diff(tmp_path):
@@ -86,9 +94,10 @@ def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(
             ("verl_patch", {"operations": []}, "verl_compat_patch_verl_dir"),
             ("verl_compat", {"entries": ["verl.trainer.main_ppo"]}, "verl_compat_patch_verl_dir"),
             ("verl_config_check", {"overrides": [], "cards": [0]}, "grpo_train_verl_dir")):
-        result = run_module(module, dict(params, state_dir=str(tmp_path)))
+        result = run_module(module, dict(params, state_dir=str(tmp_path), inventory="-i inventories/sim"))
         assert result["failed"], module
-        assert "deps.json is missing: run the deps stage first (--tags deps)." in result["msg"], result["msg"]
+        assert ("deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/sim "
+                "--tags deps).") in result["msg"], result["msg"]
         assert setting in result["msg"]
 
 

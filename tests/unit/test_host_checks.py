@@ -58,6 +58,34 @@ def test_disk_uses_nearest_existing_parent(tmp_path):
     assert len(problems) == 1 and "npu_container_min_free_gib" in problems[0] and str(tmp_path) in problems[0]
 
 
+def test_what_the_workspace_already_holds_counts_as_written(tmp_path, monkeypatch):
+    workspace = tmp_path / "ws"
+    (workspace / "venvs").mkdir(parents=True)
+    (workspace / "venvs" / "big").write_bytes(b"x" * 3 * 2**20)
+    free_gib = host_checks.shutil.disk_usage(str(tmp_path)).free / 2**30
+    # needs 2 MiB more than is free, and the workspace holds 3 MiB of it: a rerun is not refused
+    free, problems = host_checks.check_disk(str(workspace), free_gib + 2 / 1024)
+    assert problems == [], problems
+    free, problems = host_checks.check_disk(str(workspace), free_gib + 1, why="the run's estimate: ...")
+    assert len(problems) == 1
+    assert "which already holds 0.0 GiB" not in problems[0] and "the run's estimate: ..." in problems[0]
+    assert "grpo_max_actor_ckpt_to_keep" in problems[0] and "npu_container_workspace_host" in problems[0]
+
+
+def test_a_pull_needs_room_in_dockers_data_root(tmp_path):
+    root, workspace = tmp_path / "docker", tmp_path / "ws"
+    root.mkdir()
+    free_gib = host_checks.shutil.disk_usage(str(tmp_path)).free / 2**30
+    assert host_checks.check_image_room("", 10 ** 6, str(workspace), 0) == []  # no pull: not checked
+    assert host_checks.check_image_room(str(root), 0.001, str(workspace), 0.001) == []
+    (problem,) = host_checks.check_image_room(str(root), free_gib + 1, str(workspace), 0)
+    assert problem.startswith("only ") and "Docker's data root %s" % root in problem
+    assert "npu_container_image_gib" in problem
+    # one disk for both: the workspace's needs count beside the image's
+    (problem,) = host_checks.check_image_room(str(root), 0.001, str(workspace), free_gib + 1)
+    assert "shares its disk with the workspace" in problem
+
+
 def _script(tmp_path, body):
     path = tmp_path / "npu-smi"
     path.write_text("#!/bin/sh\n" + body)

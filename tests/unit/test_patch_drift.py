@@ -339,6 +339,7 @@ def test_the_fast_paths_never_change_a_verdict(upstream_634, verl634, stack, mon
 def test_a_workspace_without_verl_is_refused_with_the_fix(tmp_path):
     result = run_module("verl_patch", {"root": str(tmp_path), "operations": ops("vllm0.13.0")})
     assert result.get("failed")
-    assert result["msg"] == ("%s holds no verl source (no verl/__init__.py): run the deps stage first (--tags deps), "
-                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/." % tmp_path)
+    assert result["msg"] == ("%s holds no verl source (no verl/__init__.py): run the deps stage first (ansible-playbook "
+                             "site.yml -i <your inventory> --tags deps), or point root (verl_compat_patch_verl_dir) at "
+                             "the folder that holds verl/." % tmp_path)
     assert os.listdir(tmp_path) == []

@@ -7,8 +7,8 @@ from conftest import run_module
 def test_an_optional_record_that_is_missing_is_reported_not_failed(tmp_path):
     found = run_module("grpo_handover", {"state_dir": str(tmp_path), "read": ["container"], "optional": ["container"]})
     assert not found.get("failed") and found["records"] == {}, found
-    assert found["missing"] == ["%s/container.json is missing: run the container stage first (--tags container)."
-                                % tmp_path]
+    assert found["missing"] == ["%s/container.json is missing: run the container stage first (ansible-playbook "
+                                "site.yml -i <your inventory> --tags container)." % tmp_path]
 
 
 def test_a_required_record_that_is_missing_still_fails_naming_the_stage(tmp_path):
@@ -16,7 +16,8 @@ def test_a_required_record_that_is_missing_still_fails_naming_the_stage(tmp_path
     found = run_module("grpo_handover", {"state_dir": str(tmp_path), "read": ["container", "cluster"],
                                          "optional": ["container"]})
     assert found.get("failed"), found
-    assert found["msg"] == "%s/cluster.json is missing: run the cluster stage first (--tags cluster)." % tmp_path
+    assert found["msg"] == ("%s/cluster.json is missing: run the cluster stage first (ansible-playbook site.yml "
+                            "-i <your inventory> --tags cluster)." % tmp_path)
     assert found["records"] == {"container": {"name": "qwen-grpo"}}
 
 

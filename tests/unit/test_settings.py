@@ -103,6 +103,15 @@ def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_th
         "grpo_cluster_head_node instead"]
 
 
+def test_the_doctors_own_npu_smi_setting_is_refused_naming_the_container_stages():
+    # issue 43: set only npu_container_npu_smi and the doctor's free-HBM check silently read "not on this host"
+    known = settings.project_names(ROOT)
+    assert "grpo_train_npu_smi" not in known["settings"]
+    (problem,) = settings.unknown_settings(["grpo_train_npu_smi", "npu_container_npu_smi"], known)
+    assert problem.startswith("grpo_train_npu_smi was renamed to npu_container_npu_smi (")
+    assert problem.endswith("): set npu_container_npu_smi instead")
+
+
 def test_the_train_stage_refuses_a_misspelt_setting_before_anything(tmp_path):
     done = run_role(tmp_path, "grpo_train", {"grpo_train_overides": {"trainer": {"total_epochs": 2}}})
     assert done.returncode != 0

@@ -68,3 +68,26 @@ def test_the_view_lines_quote_every_value():
                                           "--host", "127.0.0.1", "--port", "6006"]
     odd = tracking.tensorboard_view("/w/a b", "127.0.0.1", 6006, "h", "c", "p")
     assert shlex.split(odd["serve"])[8] == "/w/a b"
+
+
+def test_the_tunnel_names_an_address_a_laptop_can_use():
+    # issue 43: the line named the inventory host (npu910b), which a laptop cannot resolve
+    assert tracking.ssh_target("npu910b", "ssh", "203.0.113.10", "root") == "root@203.0.113.10"
+    assert tracking.ssh_target("npu910b", "ssh", "203.0.113.10") == "203.0.113.10"
+    # over ssh by its inventory name: the name the controller's ssh resolves
+    assert tracking.ssh_target("npu-a", "ssh", "", "root") == "root@npu-a"
+    # Ansible on the host itself: its inventory name is no address; a placeholder to fill in
+    for connection in ("local", "ansible.builtin.local"):
+        assert tracking.ssh_target("npu910b", connection) == "<the 910B host's address>"
+    assert tracking.ssh_target("npu910b", "local", "198.51.100.7") == "198.51.100.7"
+    for loopback in ("127.0.0.1", "localhost", "::1"):
+        assert tracking.ssh_target("npu910b", "ssh", loopback) == "<the 910B host's address>"
+
+
+def test_the_tensorboard_lines_carry_the_inventory_and_say_what_to_fill_in():
+    view = train_filters.tensorboard_view("/w/tb", "172.17.0.2", 6006, "<the 910B host's address>", "qwen-grpo",
+                                          "python3", "-i inventories/cloud910b")
+    assert view["rerun"] == "ansible-playbook site.yml -i inventories/cloud910b --tags tensorboard"
+    assert view["ssh"] == "ssh -N -L 6006:172.17.0.2:6006 <the 910B host's address>"
+    assert "ansible_host" in view["ssh_note"]
+    assert train_filters.tensorboard_view("/w/tb", "127.0.0.1", 6006, "root@203.0.113.10", "c", "p")["ssh_note"] == ""

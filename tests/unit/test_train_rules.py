@@ -58,7 +58,11 @@ def test_the_reference_settings_pass():
     ({}, {"reward_text": None}, "custom_reward_function.path", "does not exist"),
     ({}, {"reward_text": "def score(x):\n    return 1\n"}, "custom_reward_function.name", "defines no compute_score"),
     ({}, {"reward_text": "def compute_score(:\n"}, "custom_reward_function.name", "does not parse"),
-    ({}, {"free_bytes": 10 * 2**30}, "trainer.default_local_dir", "two checkpoints of this model need about 34.5 GiB"),
+    # the reference run keeping every save (3: steps 70, 140, 145) and its merged model: 3 x 18.5 + 3.1 GB
+    ({}, {"free_bytes": 10 * 2**30}, "trainer.max_actor_ckpt_to_keep",
+     "need about 54.6 GiB (checkpoints 3 x 18.5 GB"),
+    ({"trainer__max_actor_ckpt_to_keep": 2}, {"free_bytes": 10 * 2**30}, "trainer.max_actor_ckpt_to_keep",
+     "need about 37.4 GiB (checkpoints 2 x 18.5 GB"),
 ])
 def test_each_rule_names_the_setting(changes, env, key, words):
     errors = _with(env=env, **changes)
@@ -79,6 +83,26 @@ def test_every_problem_is_reported_at_once():
 def test_reward_defined_by_assignment_counts():
     assert train_rules.defines("from x import y\ncompute_score = y\n", "compute_score")
     assert not train_rules.defines("def other():\n    compute_score = 1\n", "compute_score")
+
+
+def test_the_checkpoints_counted_follow_the_runs_length_and_what_verl_keeps():
+    cfg = copy.deepcopy(CFG)
+    cfg["trainer"].update(save_freq=70, total_epochs=5)
+    # DOMAIN.md: 7,500 train problems, 256 a batch with drop_last: 29 steps an epoch, 145 steps, saves 70, 140, 145
+    assert train_rules.checkpoints_on_disk(cfg, 7500)[0] == 3
+    cfg["trainer"]["max_actor_ckpt_to_keep"] = 2
+    count, how = train_rules.checkpoints_on_disk(cfg, 7500)
+    assert count == 2 and how == "2 of the run's 3 saves (145 steps, save_freq 70), trainer.max_actor_ckpt_to_keep 2"
+    cfg["trainer"].update(total_training_steps=2, save_freq=1, max_actor_ckpt_to_keep=None)
+    assert train_rules.checkpoints_on_disk(cfg, None)[0] == 2
+    # enough room for two checkpoints of the model, not for every save of the reference run
+    roomy = dict(ENV, free_bytes=45 * 10**9, train_rows=7500)
+    cfg = copy.deepcopy(CFG)
+    cfg["trainer"].update(save_freq=70, total_epochs=5, max_actor_ckpt_to_keep=2)
+    assert train_rules.check(cfg, roomy) == []
+    cfg["trainer"]["max_actor_ckpt_to_keep"] = None
+    assert [e["key"] for e in train_rules.check(cfg, roomy)] == ["trainer.max_actor_ckpt_to_keep"]
+    assert "grpo_max_actor_ckpt_to_keep" in train_rules.check(cfg, roomy)[0]["message"]
 
 
 def test_facts_from_the_host(tmp_path):

@@ -127,8 +127,8 @@ def test_start_up_only():
     parsed = verl_log.parse(text)
     assert parsed == {"steps": [], "validations": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
                       "resumed_from": None, "checkpoints_saved": [],
-                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
-                      "first_error": None}
+                      "final_validation": None, "finished": False, "validating": False, "error": None,
+                      "traceback_tail": None, "first_error": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["progress_pct"], status["eta_s"]) == ("starting", 0, 0.0, None)
 
@@ -138,8 +138,8 @@ def test_empty_log():
     assert parsed == {"steps": [], "validations": [], "total_steps": None, "batches_per_epoch": None,
                       "total_epochs": None,
                       "resumed_from": None, "checkpoints_saved": [],
-                      "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
-                      "first_error": None}
+                      "final_validation": None, "finished": False, "validating": False, "error": None,
+                      "traceback_tail": None, "first_error": None}
     status = verl_log.summary(parsed)
     assert (status["state"], status["step"], status["total_steps"], status["progress_pct"], status["eta_s"],
             status["score_mean"]) == ("starting", 0, None, None, None, None)

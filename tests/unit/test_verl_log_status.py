@@ -164,3 +164,19 @@ def test_a_save_that_failed_on_a_nearly_full_disk_is_told_so_whatever_torch_said
     assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go)")
     assert why.endswith("a rerun starts from the beginning (no save finished)")
     assert verl_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=50_000) == error
+
+
+def test_the_validation_before_training_is_a_phase_of_its_own():
+    """issue 43: the first step waits behind the validation of MATH's whole test split; the status says so."""
+    from ascend_grpo import overrides, verl_log as log
+
+    started = "(TaskRunner pid=1) Size of train dataloader: 29\n(TaskRunner pid=1) test_gen_batch meta info: {'n': 1}\n"
+    assert log.parse(started)["validating"] is True
+    done = started + "(TaskRunner pid=1) step:0 - val-core/DigitalLearningGmbH/MATH-lighteval/reward/mean@1:0.43\n"
+    assert log.parse(done)["validating"] is False
+    assert log.parse(done + "(TaskRunner pid=1) test_gen_batch meta info: {'n': 1}\n")["validating"] is True
+    # verl's default validates first; the wait for the first step adds its allowance then
+    assert overrides.validates_first(["trainer.save_freq=70"]) is True
+    assert overrides.validates_first(["trainer.val_before_train=False"]) is False
+    assert overrides.first_step_wait_minutes(["trainer.total_epochs=5"], 60, 60) == 120
+    assert overrides.first_step_wait_minutes(["trainer.val_before_train=false"], 60, 60) == 60

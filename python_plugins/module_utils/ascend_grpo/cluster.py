@@ -16,6 +16,8 @@ import re
 import socket
 import struct
 
+from . import rerun
+
 DEFAULT_PORT = 6379
 # Ray's token authentication (RAY_AUTH_MODE=token) exists from this release on.
 TOKEN_AUTH_SINCE = (2, 52, 0)
@@ -184,12 +186,13 @@ def tcp_reachable(address, port, timeout=5.0):
         return err.strerror or str(err)
 
 
-def join_failure(output, head_ip, port, reach, head_version=None, own_version=None):
-    """Why a worker's ``ray start --address`` failed, in words a user can act on."""
+def join_failure(output, head_ip, port, reach, head_version=None, own_version=None, inventory=""):
+    """Why a worker's ``ray start --address`` failed, in words a user can act on (a command in it carries
+    ``inventory``, the user's -i words: :mod:`rerun`)."""
     text = output or ""
     if head_version and own_version and version_tuple(head_version) != version_tuple(own_version):
         return ("version mismatch: the head runs Ray %s, this node Ray %s. Every node needs the same stack: rerun "
-                "the deps stage (--tags deps) on every host" % (head_version, own_version))
+                "the deps stage (%s) on every host" % (head_version, own_version, rerun.command("deps", inventory)))
     if re.search(r"version mismatch|Version mismatch|different version", text):
         lines = [line.strip() for line in text.splitlines() if "ersion" in line]
         return "version mismatch: %s. Rerun the deps stage on every host" % (lines[0] if lines else "see the output")

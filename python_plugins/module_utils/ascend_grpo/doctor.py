@@ -28,6 +28,7 @@ import re
 
 from . import host_checks
 from . import pins as pins_engine
+from . import rerun
 from . import tracking as tracking_engine
 
 STATUSES = ("pass", "fail", "warn", "absent")
@@ -107,8 +108,8 @@ def _declared(requires, name):
     return None
 
 
-def version_rows(facts, pins, accept=()):
-    """The pins, then the pairs that must agree."""
+def version_rows(facts, pins, accept=(), inventory=""):
+    """The pins, then the pairs that must agree. ``inventory``: the -i words a fix's command carries (rerun)."""
     installed = {pins_engine.canonical(k): v for k, v in (facts.get("packages") or {}).items()}
     rows = []
     if pins:
@@ -119,10 +120,11 @@ def version_rows(facts, pins, accept=()):
                          "; ".join(bad) if bad else "%d pinned packages as pinned (%s)" % (
                              len(report["rows"]), ", ".join("%s %s" % (r["package"], r["installed"])
                                                             for r in report["rows"][:4])),
-                         "rerun the deps stage (--tags deps): it installs the profile's pins (deps_pinning_profile)"))
+                         "rerun the deps stage (%s): it installs the profile's pins (deps_pinning_profile)"
+                         % rerun.command("deps", inventory)))
     else:
         rows.append(_row("pins", "fail", "no pins: the deps stage's record has none",
-                         "run the deps stage (--tags deps) first"))
+                         "run the deps stage (%s) first" % rerun.command("deps", inventory)))
     torch, npu = installed.get("torch"), installed.get("torch-npu")
     if npu is None:
         rows.append(_row("torch / torch_npu", "absent", "%s: torch_npu is not installed (torch %s)" % (ABSENT, torch)))
@@ -145,7 +147,7 @@ def version_rows(facts, pins, accept=()):
     platform = next((p for p in PLATFORMS if installed.get(p)), None)
     if platform is None:
         rows.append(_row("declared requirements", "fail", "none of %s is installed" % ", ".join(PLATFORMS),
-                         "rerun the deps stage (--tags deps)"))
+                         "rerun the deps stage (%s)" % rerun.command("deps", inventory)))
         return rows
     requires = (facts.get("requires") or {}).get(platform, [])
     checked, bad = [], []
@@ -309,12 +311,12 @@ def env_rows(facts, run):
     return rows
 
 
-def ray_rows(facts, run, cards, cluster):
+def ray_rows(facts, run, cards, cluster, inventory=""):
     """Ray offers the NPUs the run asks for: its own accelerator manager on this node, or the cluster's total."""
     ray = facts.get("ray") or {}
     if ray.get("error"):
         return [_row("Ray's NPU resource", "fail", "Ray's accelerator manager: %s" % ray["error"],
-                     "rerun the deps stage (--tags deps): Ray is the profile's")]
+                     "rerun the deps stage (%s): Ray is the profile's" % rerun.command("deps", inventory))]
     try:
         per_node = int(run.get("n_gpus_per_node") or len(cards))
         nodes = int(run.get("nnodes") or 1)
@@ -324,7 +326,7 @@ def ray_rows(facts, run, cards, cluster):
         answer = ray.get("cluster") or {}
         if answer.get("error"):
             return [_row("Ray's NPU resource", "fail", "the cluster does not answer: %s" % answer["error"],
-                         "rerun the cluster stage (--tags cluster)")]
+                         "rerun the cluster stage (%s)" % rerun.command("cluster", inventory))]
         # verl's resource pool asks Ray for NPU on an NPU, for GPU otherwise (the CPU run's stand-in)
         resource = "NPU" if run.get("device") == "npu" else "GPU"
         offered = (answer.get("value") or {}).get(resource, 0.0)
@@ -348,18 +350,19 @@ def ray_rows(facts, run, cards, cluster):
                  "(vllm-ascend #3114)")]
 
 
-def reward_rows(facts, run):
+def reward_rows(facts, run, inventory=""):
     reward = facts.get("reward")
     if reward is None:
         return [_row("reward in a thread", "fail", "no reward: custom_reward_function.path is not set",
-                     "run the assets stage (--tags assets): it records the reward the run uses")]
+                     "run the assets stage (%s): it records the reward the run uses"
+                     % rerun.command("assets", inventory))]
     if reward.get("error"):
         # Python's own ValueError, or math_verify's re-raise of it ("doesn't support threaded environment")
         signal = "signal only works in main thread" in reward["error"] or "threaded environment" in reward["error"]
         return [_row("reward in a thread", "fail", "%s: %s" % (run.get("reward_path"), reward["error"]),
                      ("call math_verify's parse and verify with their timeouts off (parsing_timeout=None, "
                       "timeout_seconds=None) or use the package's reward (Math-Verify #50)") if signal
-                     else "fix the reward file, or rerun the assets stage (--tags assets)")]
+                     else "fix the reward file, or rerun the assets stage (%s)" % rerun.command("assets", inventory))]
     value = reward.get("value") or {}
     right, wrong = value.get("right"), value.get("wrong")
     ok = right is not None and wrong is not None and right > wrong
@@ -395,19 +398,22 @@ def tracker_rows(facts, run):
 
 def evaluate(facts, expect):
     """Rows for every check. ``expect``: pins, accept (pins accepted to drift), run ({run_settings}), cards (the
-    run's cards, the host's numbers), in_container (the environment is a container), scripts (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool)."""
+    run's cards, the host's numbers), in_container (the environment is a container), scripts
+    (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool), inventory (the -i words of the commands a
+    fix names, :func:`rerun.inventory_args`; empty, a placeholder)."""
+    inventory = expect.get("inventory") or ""
     if facts.get("error"):
         return [_row("the training environment's Python", "fail", facts["error"],
-                     "rerun the deps stage (--tags deps); the error names what is broken")]
+                     "rerun the deps stage (%s); the error names what is broken" % rerun.command("deps", inventory))]
     run = expect.get("run") or {}
     cards = [str(c) for c in expect.get("cards", [])]
-    return (version_rows(facts, expect.get("pins") or {}, expect.get("accept") or ())
+    return (version_rows(facts, expect.get("pins") or {}, expect.get("accept") or (), inventory)
             + numbering_rows(facts, cards, bool(expect.get("in_container")))
             + ascend_rows(facts, expect.get("scripts") or [])
             + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"))
             + env_rows(facts, run)
-            + ray_rows(facts, run, cards, bool(expect.get("cluster")))
-            + reward_rows(facts, run)
+            + ray_rows(facts, run, cards, bool(expect.get("cluster")), inventory)
+            + reward_rows(facts, run, inventory)
             + tracker_rows(facts, run))
 
 

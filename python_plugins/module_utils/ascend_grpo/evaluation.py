@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 
-from . import workspace
+from . import rerun, workspace
 
 MERGE_MANIFEST = ".grpo-merge.json"
 LATEST = "latest_checkpointed_iteration.txt"
@@ -86,13 +86,15 @@ def read_int(path):
         return None
 
 
-def pick(ckpt_dir, step=0):
-    """The checkpoint to evaluate: ``step`` when given (>0), else the newest recorded by verl.
+def pick(ckpt_dir, step=0, inventory=""):
+    """The checkpoint to evaluate: ``step`` when given (>0), else the newest recorded by verl. ``inventory``: the -i
+    words the command to train first carries (:mod:`rerun`).
 
     Returns step, actor_dir, saved (all saved steps) and latest (what verl's record names)."""
     if not os.path.isdir(ckpt_dir):
-        raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (--tags train), or point "
-                        "grpo_eval_checkpoint_dir at a run's checkpoint folder." % ckpt_dir)
+        raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (%s), or point "
+                        "grpo_eval_checkpoint_dir at a run's checkpoint folder."
+                        % (ckpt_dir, rerun.command("train", inventory)))
     steps = checkpoint_steps(ckpt_dir)
     saved, latest = steps["saved"], steps["latest"]
     if not saved:
@@ -528,13 +530,13 @@ def _epoch(value):
         return None
 
 
-def checkpoint_plan(checkpoint_dir, step, target_root, launches=None):
+def checkpoint_plan(checkpoint_dir, step, target_root, launches=None, inventory=""):
     """The checkpoint to evaluate and what its merge needs, read-only: {step, saved, latest, actor_dir, target,
     merge (none or merge), reason, written_at, launch (when the history has it), backup, source_fingerprint}.
     Raises EvalError for a step that was not saved or a merge target that cannot be written."""
     import glob
 
-    picked = pick(checkpoint_dir, step)
+    picked = pick(checkpoint_dir, step, inventory)
     step, actor_dir = picked["step"], picked["actor_dir"]
     target = os.path.join(target_root, "global_step_%d" % step)
     problem = writable_problem(target)

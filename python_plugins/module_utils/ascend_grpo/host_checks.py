@@ -104,16 +104,59 @@ def check_dirs(dirs):
 nearest_existing = workspace.nearest_existing
 
 
-def check_disk(path, min_free_gib):
-    """Free space where ``path`` is (or will be). Returns (free GiB, problems)."""
+def tree_bytes(path):
+    """Bytes the files under ``path`` take (not following links); 0 when it does not exist."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def check_disk(path, min_free_gib, why=""):
+    """Free space where ``path`` is (or will be), against ``min_free_gib``: the GiB the run writes there in all,
+    of which what the workspace already holds (a rerun: its venvs, weights, checkpoints) is written already. The
+    workspace is measured only when the free space alone falls short. ``why``: how the figure was reached, for the
+    message. Returns (free GiB, problems)."""
     where = nearest_existing(path)
     free = shutil.disk_usage(where).free / GIB
     problems = []
     if free < min_free_gib:
-        problems.append("only %.1f GiB free at %s for the workspace %s, %s GiB needed (weights, packages, "
-                        "checkpoints): free space, point npu_container_workspace_host at a larger disk, or lower "
-                        "npu_container_min_free_gib" % (free, where, path, min_free_gib))
+        held = tree_bytes(path) / GIB if os.path.isdir(path) else 0.0
+        if free + held < min_free_gib:
+            problems.append(
+                "only %.1f GiB free at %s for the workspace %s%s, %.1f GiB needed (npu_container_min_free_gib%s): "
+                "free space, point npu_container_workspace_host at a larger disk, keep fewer checkpoints "
+                "(grpo_max_actor_ckpt_to_keep), or set npu_container_min_free_gib to what your run needs"
+                % (free, where, path, " (which already holds %.1f GiB of it)" % held if held >= 0.05 else "",
+                   min_free_gib, "; " + why if why else ""))
     return round(free, 1), problems
+
+
+def check_image_room(docker_root, image_gib, workspace, workspace_gib):
+    """Room in Docker's data root (``docker info``'s DockerRootDir) for an image about to be pulled; when the
+    workspace is on the same filesystem, for both. Returns problems."""
+    if not docker_root:
+        return []
+    where = nearest_existing(docker_root)
+    free = shutil.disk_usage(where).free / GIB
+    shared = os.stat(where).st_dev == os.stat(nearest_existing(workspace)).st_dev
+    need = image_gib + (workspace_gib if shared else 0)
+    if free >= need:
+        return []
+    if shared and os.path.isdir(workspace):  # what the workspace holds is written already
+        workspace_gib = max(0.0, workspace_gib - tree_bytes(workspace) / GIB)
+        need = image_gib + workspace_gib
+        if free >= need:
+            return []
+    return ["only %.1f GiB free in Docker's data root %s for the image (npu_container_image_gib: %s GiB)%s: free "
+            "space there (docker system prune removes unused images), move Docker's data-root to a larger disk, or "
+            "load the image from a file (docker load -i cann.tar) where there is room"
+            % (free, docker_root, image_gib, ", which shares its disk with the workspace (%.1f GiB more)"
+               % workspace_gib if shared else "")]
 
 
 def run_npu_smi(command, cards, timeout=60):

@@ -406,3 +406,21 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def validates_first(words):
+    """Whether a run with these Hydra override ``words`` validates before its first step: verl's
+    ``trainer.val_before_train``, true unless an override turns it off (verl validates on every launch, a resume's
+    too, before training)."""
+    value = True
+    for word in words or []:
+        match = re.match(r"^[+~]{0,2}trainer\.val_before_train=(.*)$", str(word), re.S)
+        if match:
+            value = match.group(1).strip().strip("'\"").lower() not in ("false", "0", "no", "off", "null", "none", "")
+    return value
+
+
+def first_step_wait_minutes(words, wait_minutes, validation_minutes):
+    """How long the train stage waits for the first step: ``wait_minutes`` (verl's start-up and a step), plus
+    ``validation_minutes`` when the run validates before training (:func:`validates_first`)."""
+    return int(wait_minutes) + (int(validation_minutes) if validates_first(words) else 0)

@@ -397,9 +397,15 @@ def project_names(root):
     return {"settings": settings, "internal": internal, "refused": refused}
 
 
-# Settings that moved to grpo_common (one setting for what several stages share): the old name is refused with the
-# new one, rather than silently ignored.
-RENAMED = {"ray_cluster_head": "grpo_cluster_head", "ray_cluster_head_node": "grpo_cluster_head_node"}
+# Settings that were replaced by another (one setting for one thing): the old name is refused naming the new one and
+# why, rather than silently ignored (kubespray's removed-variable check).
+RENAMED = {
+    "ray_cluster_head": ("grpo_cluster_head", "a setting every stage shares"),
+    "ray_cluster_head_node": ("grpo_cluster_head_node", "a setting every stage shares"),
+    # the doctor now reads each card's free HBM with the npu-smi the container stage checked and published
+    "grpo_train_npu_smi": ("npu_container_npu_smi", "one npu-smi for every stage: the container stage checks it "
+                           "and hands it on to the doctor"),
+}
 
 
 def unknown_settings(names, known):
@@ -414,8 +420,8 @@ def unknown_settings(names, known):
         if name in known["settings"] or name in known["internal"] or name in known["refused"]:
             continue
         if name in RENAMED:
-            out.append("%s was renamed to %s (a setting every stage shares): set %s instead" % (
-                name, RENAMED[name], RENAMED[name]))
+            new_name, why = RENAMED[name]
+            out.append("%s was renamed to %s (%s): set %s instead" % (name, new_name, why, new_name))
             continue
         close = difflib.get_close_matches(name, sorted(known["settings"]), n=1, cutoff=0.75)
         out.append("%s is not a setting of any stage, so it would be ignored: %s" % (

@@ -99,6 +99,30 @@ def tensorboard_bind(asked, network, container_address):
                                "do not (no port is published)")
 
 
+# What the tunnel line says when the 910B host's address is not known to the inventory: for the user to fill in.
+SSH_HOST_PLACEHOLDER = "<the 910B host's address>"
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def ssh_target(name, connection="ssh", host="", user=""):
+    """Who a laptop's ssh reaches for the NPU host ``name`` (its inventory name): ``[user@]ansible_host`` when the
+    inventory gives an address; the inventory name when Ansible itself reaches the host by that name over ssh;
+    :data:`SSH_HOST_PLACEHOLDER` when Ansible runs on the host itself (connection local), whose inventory name
+    (npu910b, sim910b) no laptop can resolve, or when the address is a loopback one."""
+    host = str(host or "").strip()
+    if host:
+        try:
+            loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+        except ValueError:
+            loopback = host.lower() in _LOOPBACK_NAMES
+        if loopback:
+            return SSH_HOST_PLACEHOLDER
+        return ("%s@%s" % (user, host)) if user else host
+    if str(connection or "ssh").rsplit(".", 1)[-1] == "local":
+        return SSH_HOST_PLACEHOLDER
+    return ("%s@%s" % (user, name)) if user else str(name)
+
+
 def tensorboard_view(logdir, address, port, host, container, python):
     """The lines that show the events: the command that serves them (inside the container) and the tunnel from a
     laptop. ``host``: the machine's name as the user reaches it by ssh."""

@@ -13,10 +13,8 @@ import json
 import os
 import shutil
 
-from . import workspace
+from . import rerun, run_size, workspace
 
-# bytes a parameter takes in a checkpoint: fp32 weights (4) and Adam's two fp32 moments (8)
-CHECKPOINT_BYTES_PER_PARAM = 12
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
@@ -65,7 +63,8 @@ def facts(cfg, cards):
     cfg = config(cfg)
     model_dir = _get(cfg, "actor_rollout_ref.model.path") or ""
     out = {"cards": cards, "model_dir_exists": os.path.isfile(os.path.join(model_dir, "config.json")),
-           "model_config": {}, "weights_bytes": 0, "missing_files": [], "reward_text": None, "free_bytes": None}
+           "model_config": {}, "weights_bytes": 0, "missing_files": [], "reward_text": None, "free_bytes": None,
+           "train_rows": train_rows(_files(_get(cfg, "data.train_files")))}
     if out["model_dir_exists"]:
         with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as handle:
             out["model_config"] = json.load(handle)
@@ -83,15 +82,50 @@ def facts(cfg, cards):
     return out
 
 
-def checkpoint_bytes(model_config, weights_bytes):
-    """A checkpoint's size estimated from the weights on disk and their dtype."""
+def train_rows(files):
+    """Rows of the training parquet files (their footers, nothing else read), or None when one cannot be read."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    try:
+        return sum(pq.ParquetFile(path).metadata.num_rows for path in files)
+    except Exception:  # pylint: disable=broad-except  # a missing or broken file is another rule's problem
+        return None
+
+
+def model_params(model_config, weights_bytes):
+    """The model's parameters: counted from its config.json, else from the weights on disk and their dtype."""
+    counted = run_size.param_count(model_config)
+    if counted:
+        return counted
     dtype = str(model_config.get("torch_dtype") or model_config.get("dtype") or "bfloat16")
-    params = weights_bytes / DTYPE_BYTES.get(dtype, 2)
-    return int(params * CHECKPOINT_BYTES_PER_PARAM)
+    return int(weights_bytes / DTYPE_BYTES.get(dtype, 2))
 
 
-def check(cfg, env):
-    """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`)."""
+def checkpoints_on_disk(cfg, rows):
+    """(how many actor checkpoints the run has on disk at once, how that was worked out)."""
+    max_keep = _get(cfg, "trainer.max_actor_ckpt_to_keep")
+    save_freq = _get(cfg, "trainer.save_freq") or 0
+    steps = _get(cfg, "trainer.total_training_steps")
+    batch, epochs = _get(cfg, "data.train_batch_size"), _get(cfg, "trainer.total_epochs") or 1
+    if not steps and rows and isinstance(batch, int) and batch > 0:
+        steps = rows // batch * epochs  # verl's loader drops the last partial batch
+    saved = run_size.saves(steps, save_freq) if steps else None
+    on_disk = run_size.kept(max_keep, saved)
+    if on_disk is None:  # every save kept and the run's length unknown: the reference run's saves
+        return run_size.REFERENCE_SAVES, "every save kept, the run's length unknown: the reference run's %d" % (
+            run_size.REFERENCE_SAVES)
+    if saved is None:
+        return on_disk, "trainer.max_actor_ckpt_to_keep %s" % max_keep
+    return on_disk, "%d of the run's %d saves (%d steps, save_freq %s), %s" % (
+        on_disk, saved, steps, save_freq,
+        "trainer.max_actor_ckpt_to_keep %s" % max_keep if max_keep else "every save kept")
+
+
+def check(cfg, env, inventory=""):
+    """Every problem with ``cfg`` given the host facts ``env`` (see :func:`facts`); ``inventory``: the -i words the
+    command to run a stage carries (:mod:`rerun`)."""
     cfg = config(cfg)
     errors = []
 
@@ -141,8 +175,8 @@ def check(cfg, env):
              "a divisor of %d" % (tp, world, world))
 
     if not env.get("model_dir_exists"):
-        fail("actor_rollout_ref.model.path", "%s holds no config.json: run the assets stage (--tags assets) or set "
-             "the model path" % _get(cfg, "actor_rollout_ref.model.path"))
+        fail("actor_rollout_ref.model.path", "%s holds no config.json: run the assets stage (%s) or set the model "
+             "path" % (_get(cfg, "actor_rollout_ref.model.path"), rerun.command("assets", inventory)))
     else:
         limit = env["model_config"].get("max_position_embeddings")
         prompt, response = _get(cfg, "data.max_prompt_length", 0), _get(cfg, "data.max_response_length", 0)
@@ -150,15 +184,20 @@ def check(cfg, env):
             fail("data.max_response_length", "max_prompt_length %d + max_response_length %d = %d exceeds the "
                  "model's max_position_embeddings (%d): shorten one of them" % (prompt, response,
                                                                               prompt + response, limit))
-        need = 2 * checkpoint_bytes(env["model_config"], env.get("weights_bytes", 0))
+        params = model_params(env["model_config"], env.get("weights_bytes", 0))
+        count, how = checkpoints_on_disk(cfg, env.get("train_rows"))
+        need = run_size.estimate(params, count, setup=False)
         free = env.get("free_bytes")
-        if free is not None and free < need:
-            fail("trainer.default_local_dir", "two checkpoints of this model need about %.1f GiB, %s has %.1f GiB "
-                 "free: free space or point it elsewhere" % (need / 2**30, _get(cfg, "trainer.default_local_dir"),
-                                                             free / 2**30))
+        if free is not None and free < need["total"]:
+            fail("trainer.max_actor_ckpt_to_keep", "the run's checkpoints (%s) and its merged model need about %.1f "
+                 "GiB (%s), %s has %.1f GiB free: keep fewer checkpoints (grpo_max_actor_ckpt_to_keep), free space, "
+                 "or point grpo_train_checkpoint_dir at a larger disk" % (
+                     how, need["total"] / 2**30, run_size.describe(need), _get(cfg, "trainer.default_local_dir"),
+                     free / 2**30))
 
     for key, path in env.get("missing_files", []):
-        fail(key, "%s does not exist: run the assets stage (--tags assets) or fix the path" % path)
+        fail(key, "%s does not exist: run the assets stage (%s) or fix the path" % (path, rerun.command("assets",
+                                                                                                 inventory)))
 
     reward_path = _get(cfg, "custom_reward_function.path")
     reward_name = _get(cfg, "custom_reward_function.name") or "compute_score"

@@ -3,7 +3,9 @@
 Each catalogue entry is one failure users of this stack meet:
 
 - ``id``: a short name; ``cause``: what happened, in a user's words; ``fix``: what to change, a template whose
-  ``{name}`` fields are filled from the run (see :func:`diagnose`); ``setting``: the setting (or verl override) to
+  ``{name}`` fields are filled from the run (see :func:`diagnose`), ``{rerun.TAG}`` with the command that reruns
+  that tag with the user's inventory (``ansible-playbook site.yml -i ... --tags TAG``, :mod:`rerun`); ``setting``:
+  the setting (or verl override) to
   change; ``upstream``: the threads it comes from (URLs);
 - what identifies it, any of: ``signatures`` (regular expressions, one of which a log line matches, searched
   anywhere in the line), ``exit_status`` (the job's exit status is one of these), ``low_disk`` (true: where the
@@ -21,7 +23,7 @@ Standard library only.
 
 import re
 
-from . import verl_log
+from . import rerun, verl_log
 
 LOW_SPACE_MB = 512
 REQUIRED = ("id", "cause", "fix", "setting")
@@ -107,18 +109,25 @@ def first_error(text):
     return None, None
 
 
-def _fill(template, values):
+def _fill(template, values, inventory=""):
     """``template`` with each ``{name}`` replaced by ``values[name]`` (a dotted key of the run's overrides, or one
-    of the diagnosis' own), "verl's default" when the run does not set it."""
-    return _FIELD.sub(lambda m: str(values.get(m.group(1), "verl's default")), template)
+    of the diagnosis' own), "verl's default" when the run does not set it; ``{rerun.TAG}`` by the command that
+    reruns TAG with ``inventory`` (the ``-i`` words, :func:`rerun.inventory_args`)."""
+    def one(match):
+        name = match.group(1)
+        if name.startswith("rerun."):
+            return rerun.command(name[len("rerun."):], inventory)
+        return str(values.get(name, "verl's default"))
+    return _FIELD.sub(one, template)
 
 
-def diagnose(text, entries, exit_status=None, free_mb=None, values=None):
+def diagnose(text, entries, exit_status=None, free_mb=None, values=None, inventory=""):
     """The catalogue's verdict on a run that ended badly.
 
     ``text``: the run's log; ``entries``: :func:`validate`'s; ``exit_status``: the job's (None: none recorded);
     ``free_mb``: free space where checkpoints go; ``values``: {dotted key: value} the fix templates may name (the
-    run's overrides, :func:`run_values`).
+    run's overrides, :func:`run_values`); ``inventory``: the ``-i`` words the commands in a fix carry (empty: a
+    placeholder the user fills in).
 
     Returns {"id", "cause", "fix", "setting", "upstream": [urls], "evidence": the matched line or condition,
     "line": its number or None, "first_error": [number, line] or None}; ``id`` is "unknown" when no entry holds
@@ -130,7 +139,8 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None):
         hit = _hit(entry, lines, exit_status, free_mb)
         if hit is not None:
             evidence, at = hit
-            return {"id": entry["id"], "cause": _fill(entry["cause"], values), "fix": _fill(entry["fix"], values),
+            return {"id": entry["id"], "cause": _fill(entry["cause"], values, inventory),
+                    "fix": _fill(entry["fix"], values, inventory),
                     "setting": entry["setting"], "upstream": list(entry.get("upstream") or []),
                     "evidence": evidence, "line": at, "first_error": [number, line] if line else None}
     return {"id": "unknown",
@@ -139,7 +149,7 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None):
             if line else
             ("no error in the log; exit status %s" % exit_status),
             "fix": "read the log from that line; if it is none of the known failures, make a support bundle "
-                   "(--tags bundle) and ask upstream with it",
+                   "(%s) and ask upstream with it" % rerun.command("bundle", inventory),
             "setting": "", "upstream": [], "evidence": line, "line": number,
             "first_error": [number, line] if line else None}
 

@@ -93,6 +93,8 @@ _LOADED = re.compile(r"Load from checkpoint folder: .*global_step_(\d+)/?\s*$")
 _SET_STEP = re.compile(r"Setting global step to (\d+)")
 _SAVED = re.compile(r"local_global_step_folder: .*global_step_(\d+)/?\s*$")
 _FINAL_VALIDATION = "Final validation metrics:"
+# verl's _validate prints this before it generates each validation batch (ray_trainer.py at 634bd935)
+_VALIDATION_BATCH = "test_gen_batch meta info:"
 _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("The above exception was the direct cause of the following exception:",
             "During handling of the above exception, another exception occurred:")
@@ -232,6 +234,9 @@ def parse(text):
     - ``final_validation``: what "Final validation metrics: ..." printed, as a literal (a dict, None) where
       ``ast.literal_eval`` reads it, else as str; None when not printed (see ``finished``);
     - ``finished``: True once the final validation line is seen (verl prints it as the last thing of training);
+    - ``validating``: True while a validation runs: verl began generating a validation batch and has logged
+    neither its metrics nor a step since (the validation before training, for a long run most of the wait for
+    the first step: 5,000 MATH problems with the reference run);
     - ``error``: for a run that did not finish, the most specific exception line of the last traceback that was
       not logged and handled (e.g. "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2",
       never the ``ray.exceptions.RayTaskError(...)`` wrappers around it); None otherwise. A run killed without a
@@ -243,8 +248,8 @@ def parse(text):
     steps = []
     result = {"steps": steps, "validations": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
               "resumed_from": None, "checkpoints_saved": [],
-              "final_validation": None, "finished": False, "error": None, "traceback_tail": None,
-              "first_error": None}
+              "final_validation": None, "finished": False, "validating": False, "error": None,
+              "traceback_tail": None, "first_error": None}
     open_tracebacks = {}  # source -> the _Traceback its lines are in
     tracebacks = []  # in the order they start
     previous = {}  # source -> its previous line
@@ -273,8 +278,12 @@ def parse(text):
             open_tracebacks[source] = current
             tracebacks.append(current)
             continue
+        if _VALIDATION_BATCH in line:
+            result["validating"] = True
+            continue
         match = _STEP.search(line)
         if match:
+            result["validating"] = False
             number = int(match.group(1))
             metrics = _metrics(match.group(2))
             _add(result["validations"], number, {key: value for key, value in metrics.items()
@@ -285,6 +294,7 @@ def parse(text):
             continue
         if _FINAL_VALIDATION in line:
             result["finished"] = True
+            result["validating"] = False
             value = _validation([line])
             if value is _INCOMPLETE:
                 validation = (source, [line])
@@ -416,8 +426,8 @@ def why_it_ended(exit_status, error, last_line, saved, checkpoint_free_mb=None):
     # torch.save on a full disk says "file write failed", not ENOSPC: the free space left tells
     low = checkpoint_free_mb is not None and checkpoint_free_mb < workspace.LOW_SPACE_MB
     if error and ("No space left on device" in error or "Errno 28" in error or low):
-        return ("%s: the disk is full%s. Free space (older global_step_N folders; trainer.max_actor_ckpt_to_keep "
-                "keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
+        return ("%s: the disk is full%s. Free space (older global_step_N folders; grpo_max_actor_ckpt_to_keep, "
+                "trainer.max_actor_ckpt_to_keep, keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
                                                    " (%d MB free where checkpoints go)" % checkpoint_free_mb, resume))
     if error:
         return error

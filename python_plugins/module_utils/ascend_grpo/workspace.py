@@ -14,6 +14,8 @@ import os
 import tempfile
 import time
 
+from . import rerun
+
 STAGES = ("container", "deps", "patch", "assets", "cluster", "train", "eval")
 ISO_TIME = "%Y-%m-%dT%H:%M:%S%z"
 STAMP_TIME = "%Y%m%d-%H%M%S"
@@ -129,14 +131,16 @@ def _check_stage(stage):
         raise ValueError("unknown stage %r: one of %s" % (stage, ", ".join(STAGES)))
 
 
-def read_record(state_dir, stage):
-    """The record the stage left, or raise :class:`MissingRecord` naming the stage to run first."""
+def read_record(state_dir, stage, inventory=""):
+    """The record the stage left, or raise :class:`MissingRecord` naming the stage to run first (its command with
+    ``inventory``, the user's -i words: :mod:`rerun`)."""
     _check_stage(stage)
     path = record_path(state_dir, stage)
     data = read_json(path)
     if not isinstance(data, dict):
-        raise MissingRecord("%s is %s: run the %s stage first (--tags %s)." % (
-            path, "missing" if not os.path.exists(path) else "not a JSON object", stage, stage))
+        raise MissingRecord("%s is %s: run the %s stage first (%s)." % (
+            path, "missing" if not os.path.exists(path) else "not a JSON object", stage,
+            rerun.command(stage, inventory)))
     return data
 
 
@@ -150,14 +154,15 @@ def write_record(state_dir, stage, data, check_mode=False):
     return write_json(path, data)
 
 
-def verl_dir(state_dir, explicit=""):
-    """The verl source tree to use: ``explicit`` when set, else the one the deps stage installed (its record)."""
+def verl_dir(state_dir, explicit="", inventory=""):
+    """The verl source tree to use: ``explicit`` when set, else the one the deps stage installed (its record).
+    ``inventory``: the -i words the command to run the deps stage carries."""
     if explicit:
         return explicit
     if not state_dir:
         raise MissingRecord("no verl tree named: give the tree, or the state folder whose deps record names it.")
-    record = read_record(state_dir, "deps")
+    record = read_record(state_dir, "deps", inventory)
     if not record.get("verl_dir"):
-        raise MissingRecord("%s names no verl_dir: run the deps stage again (--tags deps)."
-                            % record_path(state_dir, "deps"))
+        raise MissingRecord("%s names no verl_dir: run the deps stage again (%s)."
+                            % (record_path(state_dir, "deps"), rerun.command("deps", inventory)))
     return record["verl_dir"]
