@@ -1,7 +1,7 @@
 """Filters for the eval stage: the report built by the plain-Python evaluation engine, Python literals for the
 OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards)."""
 
-from ascend_grpo import evaluation, run_plan
+from ascend_grpo import evaluation, rerun, run_plan
 
 
 def _plain(value):
@@ -39,11 +39,10 @@ def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
     """``{{ run_status | eval_gate(cards, grpo_eval_step, 'project/experiment', ansible_inventory_sources,
     playbook_dir) }}``: evaluate, wait or refuse, with the lines that say why (run_plan.eval_gate: never while a run
     of the workspace holds the cards OpenCompass would use)."""
-    sources = [str(s) for s in sources or []]
+    inventory = rerun.inventory_args([str(s) for s in sources or []], str(project_dir) if project_dir else None)
 
     def command(tags):
-        return run_plan.site_command(["--tags", tags] if tags else [], sources,
-                                     str(project_dir) if project_dir else None)
+        return rerun.command(tags, inventory)
 
     return run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
                               command)

@@ -136,14 +136,20 @@ def test_an_unknown_total_launches_as_verl_alone_would():
 
 # --- the command to copy ---------------------------------------------------------------------------------------------
 
-def test_site_command_carries_the_inventories(tmp_path):
+def test_the_command_to_copy_carries_the_inventories(tmp_path):
+    # one builder (ascend_grpo.rerun) for every printed command, the gate's among them
+    from ascend_grpo import rerun
+
     root = tmp_path / "project"
     (root / "inventories" / "sim").mkdir(parents=True)
     other = tmp_path / "elsewhere inv"
-    got = run_plan.site_command(["--tags", "status"], [str(root / "inventories" / "sim"), str(other)], str(root))
-    assert shlex.split(got) == ["ansible-playbook", "site.yml", "-i", "inventories/sim", "-i", str(other),
-                                "--tags", "status"]
-    assert run_plan.site_command([], [], None) == "ansible-playbook site.yml"
+    inventory = rerun.inventory_args([str(root / "inventories" / "sim"), str(other)], str(root))
+    assert shlex.split(rerun.command("status", inventory)) == [
+        "ansible-playbook", "site.yml", "-i", "inventories/sim", "-i", str(other), "--tags", "status"]
+    # the whole chain (no --tags), and never a command without an inventory: a placeholder the user fills in
+    assert rerun.command(None, inventory) == "ansible-playbook site.yml -i inventories/sim -i %s" % shlex.quote(
+        str(other))
+    assert rerun.command(None, rerun.inventory_args([], None)) == "ansible-playbook site.yml -i <your inventory>"
 
 
 # --- the eval stage's gate -------------------------------------------------------------------------------------------
@@ -239,20 +245,17 @@ def test_no_ansible_import():
 
 
 def test_the_filters_over_the_engine(tmp_path):
-    """The roles' filters (train_launch_plan, eval_gate, site_command) hand plain values to the engine and build the
-    commands from the inventories the user ran with."""
+    """The roles' filters (train_launch_plan, eval_gate) hand plain values to the engine and build the commands from
+    the inventories the user ran with."""
     import sys
 
     from conftest import ROOT
 
     sys.path.insert(0, os.path.join(ROOT, "python_plugins", "filter_plugins"))
-    import commands
     import evaluation as eval_filters
     import train as train_filters
 
     inventory = os.path.join(ROOT, "inventories", "sim")
-    assert commands.site_command(["--tags", "stop"], [inventory], ROOT) == \
-        "ansible-playbook site.yml -i inventories/sim --tags stop"
     gate = eval_filters.eval_gate(_going([1]), "0", "0", "sim/tiny_qwen2_math", [inventory], ROOT)
     assert gate["action"] == "wait"
     assert "Watch it: ansible-playbook site.yml -i inventories/sim --tags status." in gate["lines"]

@@ -216,7 +216,7 @@ def ascend_rows(facts, scripts):
     return rows
 
 
-def numbering_rows(facts, cards, in_container):
+def numbering_rows(facts, cards, in_container, inventory=""):
     """ASCEND_RT_VISIBLE_DEVICES names cards the CANN runtime has in this environment: 0 to n-1 inside a container
     given n cards, the host's numbers on the host; in a container, its /dev/davinciN are the run's cards."""
     nodes = facts.get("device_nodes")
@@ -237,8 +237,9 @@ def numbering_rows(facts, cards, in_container):
     return [_row("card numbering", "fail", "; ".join(problems),
                  "leave ASCEND_RT_VISIBLE_DEVICES to the container stage, which sets the runtime's numbers (0 to n-1 "
                  "inside the container, the host's with npu_container_mode none): take it out of grpo_train_env and "
-                 "npu_container_env and rerun the container stage (--tags container), which recreates a container "
-                 "made with the host's numbers or other cards. Not a card fault: no reset changes the numbering")]
+                 "npu_container_env and rerun the container stage (%s), which recreates a container made with the "
+                 "host's numbers or other cards. Not a card fault: no reset changes the numbering"
+                 % rerun.command("container", inventory))]
 
 
 def hbm_rows(smi, cards, utilization):
@@ -408,7 +409,7 @@ def evaluate(facts, expect):
     run = expect.get("run") or {}
     cards = [str(c) for c in expect.get("cards", [])]
     return (version_rows(facts, expect.get("pins") or {}, expect.get("accept") or (), inventory)
-            + numbering_rows(facts, cards, bool(expect.get("in_container")))
+            + numbering_rows(facts, cards, bool(expect.get("in_container")), inventory)
             + ascend_rows(facts, expect.get("scripts") or [])
             + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"))
             + env_rows(facts, run)

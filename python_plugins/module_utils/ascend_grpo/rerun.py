@@ -35,10 +35,12 @@ def inventory_args(sources, project_dir=None):
 
 
 def command(tags, inventory="", extra=(), playbook=PLAYBOOK):
-    """``ansible-playbook site.yml <inventory> --tags <tags> <extra>``: ``tags`` a tag or a list of them,
-    ``inventory`` the words :func:`inventory_args` made (empty: :data:`PLACEHOLDER`), ``extra`` more arguments
-    (each quoted, e.g. ``["-e", "grpo_eval_step=140"]``)."""
-    tags = ",".join(tags) if isinstance(tags, (list, tuple)) else str(tags)
-    words = ["ansible-playbook", playbook, (inventory or "").strip() or PLACEHOLDER, "--tags", shlex.quote(tags)]
+    """``ansible-playbook site.yml <inventory> --tags <tags> <extra>``: ``tags`` a tag or a list of them (None or
+    empty: the whole chain, no ``--tags``), ``inventory`` the words :func:`inventory_args` made (empty:
+    :data:`PLACEHOLDER`), ``extra`` more arguments (each quoted, e.g. ``["-e", "grpo_eval_step=140"]``)."""
+    words = ["ansible-playbook", playbook, (inventory or "").strip() or PLACEHOLDER]
+    if tags:
+        tags = ",".join(tags) if isinstance(tags, (list, tuple)) else str(tags)
+        words += ["--tags", shlex.quote(tags)]
     words += [shlex.quote(str(word)) for word in extra or ()]
     return " ".join(words)

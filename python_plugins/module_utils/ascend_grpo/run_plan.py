@@ -2,7 +2,7 @@
 """Two decisions about a training run, in plain Python: whether the train stage launches it (a run whose newest
 whole checkpoint is at or past its total trains nothing), and whether the eval stage may evaluate now (never
 while a run of the workspace holds the cards OpenCompass would use). Also the commands a message tells the user to
-run, with the inventory they ran with.
+run, with the inventory they ran with (built by :mod:`rerun`, the one place that builds them).
 
 Why a finished run must not be launched again (verl at 634bd935, ``RayPPOTrainer.fit``): the loop loads the newest
 checkpoint (step S), starts at S + 1, trains that step and only then compares the step with the total. A launch of
@@ -20,8 +20,7 @@ verl alone would decide).
 Standard library only.
 """
 
-import os
-import shlex
+from . import rerun
 
 # Overrides that decide the loader's length (the data, the batch, the prompt filter's tokenizer and length).
 _DATA_PREFIXES = ("data.",)
@@ -148,22 +147,6 @@ def card_list(value):
     return [str(item).strip() for item in items if str(item).strip() != ""]
 
 
-def site_command(args, sources=None, project_dir=None):
-    """``ansible-playbook site.yml -i <each inventory> <args>``: a command a user can copy, with the inventories
-    they ran with (``ansible_inventory_sources``), each relative to ``project_dir`` when inside it."""
-    words = ["ansible-playbook", "site.yml"]
-    root = os.path.realpath(project_dir) if project_dir else None
-    for source in sources or []:
-        source = str(source)
-        if root and os.path.isabs(source):
-            real = os.path.realpath(source)
-            if real == root or real.startswith(root + os.sep):
-                source = os.path.relpath(real, root)
-        words += ["-i", source]
-    words += [str(arg) for arg in (args or [])]
-    return " ".join(shlex.quote(word) for word in words)
-
-
 def _hms(seconds):
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
@@ -199,7 +182,7 @@ def eval_gate(run, eval_cards, step=0, name="", command=None):
     - refuse: the stage must fail (``lines`` say why): a step asked for while the run holds the cards, or nothing
       saved and no run going.
     """
-    command = command or (lambda tags: site_command(["--tags", tags] if tags else []))
+    command = command or rerun.command
     run = run or {}
     state = run.get("state") or "absent"
     saved = ((run.get("checkpoints") or {}).get("saved")) or []
