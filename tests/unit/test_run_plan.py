@@ -170,7 +170,7 @@ def test_a_going_run_on_the_same_card_makes_the_eval_wait_and_say_so():
     assert gate["action"] == "wait" and gate["shared_cards"] == ["0"]
     text = "\n".join(gate["lines"])
     assert "The run sim/tiny_qwen2_math is going: step 1/2, ETA 0:01:10 (pid 4242)." in text
-    assert "It holds card 0, which OpenCompass would use here" in text
+    assert "It holds card id 0, which OpenCompass would use here" in text
     assert "Watch it: ansible-playbook site.yml -i inventories/sim --tags status." in text
     assert "run the same command again (ansible-playbook site.yml -i inventories/sim, or " in text
     assert "ansible-playbook site.yml -i inventories/sim --tags stop" in text

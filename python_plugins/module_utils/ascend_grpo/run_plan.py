@@ -195,7 +195,9 @@ def eval_gate(run, eval_cards, step=0, name="", command=None):
     if run.get("running"):
         where = "%s is going: %s (pid %s)." % (label, _where(run), run.get("pid"))
         if shared or not eval_cards:
-            cards = ("card%s %s" % ("s" if len(shared) > 1 else "", ", ".join(shared))) if shared else "the cards"
+            # the ids ASCEND_RT_VISIBLE_DEVICES names in the training environment (0 to n-1 in a container, whatever
+            # the cards' host numbers): docs/container.md
+            cards = ("card id%s %s" % ("s" if len(shared) > 1 else "", ", ".join(shared))) if shared else "the cards"
             hold = "It holds %s, which OpenCompass would use here" % cards
             if step:
                 out["action"] = "refuse"
