@@ -17,13 +17,9 @@ description:
     C(<target>.bak-<time>) first, never deleted. The tokenizer and chat template are the ones training saved
     beside the checkpoint; after the merge the chat template is compared with the training's.
   - A target that cannot be written is refused before anything runs. Supports check mode and diff.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
-    default: ""
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
     type: path

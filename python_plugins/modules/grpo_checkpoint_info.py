@@ -14,13 +14,9 @@ description:
     written is refused.
   - Read-only (the C(_info) counterpart of C(grpo_checkpoint), which merges); runs the same in check mode and never
     reports a change.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
-    default: ""
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
     type: path

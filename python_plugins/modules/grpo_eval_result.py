@@ -16,13 +16,9 @@ description:
   - C(state=reported) writes the report files (C(<report_dir>/<report_name>.<ext>), one per entry of
     I(reports)) in one call, each only when its content differs, atomically (a reader never sees half a report).
   - Supports check mode.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
-    default: ""
   name:
     description: Which model this is in the report (base or trained). Required by query and collected.
     type: str

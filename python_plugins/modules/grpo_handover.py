@@ -16,17 +16,13 @@ description:
     and I(record), leaves that record (written atomically, only when it differs). One call
     may do both.
   - Supports check mode (reports the change, writes nothing) and diff.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)).
     type: path
     required: true
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
-    default: ""
   read:
     description: Stages whose records to return, in C(records).
     type: list

@@ -22,6 +22,8 @@ description:
   - With I(state_dir), the answer is kept with a fingerprint of what it depends on (every .py file of the tree by
     size and time, the installed distributions, the settings); a rerun with nothing changed returns it at once.
   - Changes nothing but that kept answer (not in check mode).
+extends_documentation_fragment:
+  - grpo_inventory
 options:
   root:
     description:
@@ -32,12 +34,6 @@ options:
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
-    default: ""
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
     default: ""
   paths:
     description: Package folders to resolve against (default this Python's site-packages).

@@ -15,6 +15,8 @@ description:
     plus response longer than the model's context, a missing model, data or reward file, a reward file without
     its function, too little disk for two checkpoints).
   - Every problem is reported at once. Changes nothing; runs in check mode too.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
   verl_dir:
     description:
@@ -25,12 +27,6 @@ options:
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
-    default: ""
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
     default: ""
   overrides:
     description: The run's Hydra overrides, as on verl's command line.

@@ -12,6 +12,8 @@ description:
   - Each operation knows three states, original (applied now), already applied (nothing to do) and neither
     (the module fails naming profile, file, line and what was expected, and writes no file at all).
   - A patched file must parse and byte-compile, or nothing is written. Supports check mode and diff.
+extends_documentation_fragment:
+  - grpo_inventory
 options:
   root:
     description:
@@ -22,12 +24,6 @@ options:
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
     type: path
-    default: ""
-  inventory:
-    description:
-      - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
-        the command in a message naming the stage to run first carries. Empty, a placeholder.
-    type: str
     default: ""
   operations:
     description:

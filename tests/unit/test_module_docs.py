@@ -72,10 +72,26 @@ def argument_spec(path):
     raise AssertionError("%s never built an AnsibleModule" % path)
 
 
+FRAGMENTS = os.path.join(ROOT, "python_plugins", "doc_fragments")
+
+
+def documented_options(path):
+    """The module's options, with those of the documentation fragments it extends (python_plugins/doc_fragments),
+    as ansible-doc merges them."""
+    documentation = yaml.safe_load(docs(path)["DOCUMENTATION"])
+    options = dict(documentation.get("options") or {})
+    for name in documentation.get("extends_documentation_fragment") or []:
+        tree = ast.parse(open(os.path.join(FRAGMENTS, name + ".py"), encoding="utf-8").read())
+        fragment = next(node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                        and getattr(node.targets[0], "id", "") == "DOCUMENTATION")
+        options.update(yaml.safe_load(fragment.value.value).get("options") or {})
+    return options
+
+
 @pytest.mark.parametrize("path", MODULES, ids=os.path.basename)
 def test_documented_options_are_the_argument_spec(path):
     spec, options = argument_spec(path)
-    documented = yaml.safe_load(docs(path)["DOCUMENTATION"]).get("options") or {}
+    documented = documented_options(path)
     assert sorted(documented) == sorted(spec)
     for name, code in spec.items():
         doc = documented[name]
