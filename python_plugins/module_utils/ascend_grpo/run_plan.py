@@ -20,7 +20,7 @@ verl alone would decide).
 Standard library only.
 """
 
-from . import rerun
+from . import rerun, triage
 
 # Overrides that decide the loader's length (the data, the batch, the prompt filter's tokenizer and length).
 _DATA_PREFIXES = ("data.",)
@@ -30,15 +30,8 @@ TOTAL_EPOCHS = "trainer.total_epochs"
 RESUME_MODE = "trainer.resume_mode"
 
 
-def override_values(overrides):
-    """``{"dotted.key": "raw value"}`` from Hydra ``key=value`` strings (a leading ``+``/``++`` dropped)."""
-    values = {}
-    for item in overrides or []:
-        key, sep, value = str(item).partition("=")
-        if sep:
-            values[key.lstrip("+~")] = value
-    return values
-
+# Hydra's key=value strings as {dotted key: raw value}: the triage engine's reading, one for the package
+override_values = triage.override_values
 
 def _int(raw):
     """An override's whole number, or None (null, absent, not a number)."""
