@@ -99,10 +99,22 @@ def ray_protections(token, firewall_on, dashboard, accept_open=False):
                                 boolean(accept_open, strict=False))
 
 
+def ray_guard_ports(rows, role, own_netns):
+    """``{{ ray_cluster_ports | ray_guard_ports(role, own_netns) }}``: the ports the table keeps for the members."""
+    return firewall.guard_ports(rows, role, own_netns)
+
+
+def ray_one_host_problems(host_network, firewall_on, accept_open=False):
+    """``{{ host_network | ray_one_host_problems(ray_cluster_firewall, accept) }}``: why a one-host run's Ray
+    cannot be kept from the network (empty: it can)."""
+    return firewall.one_host_problems(bool(host_network), bool(firewall_on), bool(accept_open))
+
+
 class FilterModule:
     def filters(self):
         return {"cluster_plan": cluster_plan, "cluster_nodes_plan": cluster_nodes_plan, "ray_start_argv": ray_start_argv, "cluster_node_env": cluster_node_env,
                 "stack_drift": stack_drift, "token_auth_supported": token_auth_supported,
                 "cluster_nodes_summary": cluster_nodes_summary, "ray_port_plan": ray_port_plan,
                 "ray_port_options": ray_port_options, "ray_port_settings": ray_port_settings, "ray_port_env": ray_port_env, "ray_node_ports": ray_node_ports,
-                "ray_port_clashes": ray_port_clashes, "ray_port_record": ray_port_record, "ray_protections": ray_protections}
+                "ray_port_clashes": ray_port_clashes, "ray_port_record": ray_port_record, "ray_protections": ray_protections,
+                "ray_guard_ports": ray_guard_ports, "ray_one_host_problems": ray_one_host_problems}

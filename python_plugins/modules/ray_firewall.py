@@ -30,10 +30,24 @@ options:
     elements: str
     default: []
   members:
-    description: The IPv4 addresses of every node of the cluster (this one included).
+    description:
+      - The IPv4 addresses of every node of the cluster (this one included); they reach every port. With
+        C(one_host), the host's own addresses on the container's network (its Docker gateway), or none.
     type: list
     elements: str
     default: []
+  one_host:
+    description: A training environment of one host, whose processes reach each other over loopback: C(members) may
+      be empty.
+    type: bool
+    default: false
+  ephemeral:
+    description:
+      - Also keep the namespace's ephemeral port range (C(net.ipv4.ip_local_port_range), read in that namespace)
+        for the members: the free ports a run's other servers take (torch's rendezvous store, Gloo, vLLM), where
+        the table cannot cover every port (the host's own network).
+    type: bool
+    default: false
   pid:
     description: A process in the network namespace to act in (the container's main process). Unset, the host's.
     type: int
@@ -123,6 +137,8 @@ def main():
             state=dict(type="str", choices=["present", "absent", "check"], default="present"),
             ports=dict(type="list", elements="str", default=[]),
             members=dict(type="list", elements="str", default=[]),
+            one_host=dict(type="bool", default=False),
+            ephemeral=dict(type="bool", default=False),
             pid=dict(type="int"),
             table=dict(type="str", default=firewall.TABLE),
             nft=dict(type="path", default="nft"),
@@ -152,8 +168,9 @@ def main():
         module.exit_json(changed=True, before=before, fingerprint=found,
                          diff=dict(before=before, after="", before_header="table inet " + p["table"]))
     try:
-        wanted = firewall.ruleset(p["ports"], p["members"], p["table"])
-        members = firewall.members_of(p["members"])
+        ports = list(p["ports"]) + ([firewall.ephemeral_span(_ephemeral(module))] if p["ephemeral"] else [])
+        wanted = firewall.ruleset(ports, p["members"], p["table"], allow_no_members=p["one_host"])
+        members = firewall.members_of(p["members"], allow_none=p["one_host"])
     except firewall.FirewallError as err:
         module.fail_json(msg="ray_firewall: %s" % err)
     result = dict(fingerprint=wanted["fingerprint"], rules=wanted["rules"], members=members, before=before)
@@ -170,6 +187,18 @@ def main():
     module.exit_json(changed=True, diff=dict(before=before, after=wanted["rules"],
                                              before_header="table inet " + p["table"],
                                              after_header="table inet " + p["table"]), **result)
+
+
+def _ephemeral(module):
+    """The namespace's ip_local_port_range ("32768\t60999"), read in that namespace (/proc/sys/net is per
+    namespace)."""
+    p = module.params
+    argv = ([p["nsenter"], "--net=/proc/%d/ns/net" % p["pid"], "--"] if p["pid"] else []) + \
+        ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg="cannot read the ephemeral port range of %s: %s" % (_where(module), err.strip()))
+    return out.strip()
 
 
 def _fingerprint(listing):

@@ -92,14 +92,16 @@ def test_the_rules_for_three_nodes():
     assert ("elements = { 6379, 6380, 6381, 8265, 8266, 10001, 10002-19999, 44217, 44227, 52365, 52366, 52367, "
             "52368 }") in body
     chain = body[body.index("chain input"):].splitlines()
-    assert [line.strip() for line in chain[1:6]] == [
+    assert [line.strip() for line in chain[1:7]] == [
         "type filter hook input priority filter; policy accept;",
         'iif "lo" accept',
         "ct state established,related accept",
-        "ip saddr @members tcp dport @ray_ports accept",
+        # a member reaches every port: HCCL, Gloo and the rendezvous store talk between the nodes
+        "ip saddr @members accept",
+        "udp dport @ray_ports drop",
         'tcp dport @ray_ports drop comment "%s"' % rules["fingerprint"]]
-    # every rule names Ray's ports or is an accept: nothing else is dropped
-    assert [line for line in body.splitlines() if "drop" in line] == [chain[5]]
+    # every drop names the kept ports: nothing else is dropped
+    assert [line for line in body.splitlines() if "drop" in line] == chain[5:7]
     # the same nodes in another order give the same rules; another node, other rules
     assert firewall.ruleset(DEFAULT_PORTS, ["10.0.0.12", "10.0.0.13", "10.0.0.11"]) == rules
     assert firewall.ruleset(DEFAULT_PORTS, ["10.0.0.12", "10.0.0.14", "10.0.0.11"])["fingerprint"] != \
@@ -212,3 +214,64 @@ def test_without_nft_the_check_fails_naming_the_package_and_absent_has_nothing_t
     assert missing["failed"] and "install nftables on the host" in missing["msg"]
     assert "ray_cluster_firewall" in missing["msg"]
     assert run_module("ray_firewall", {"state": "absent", "nft": "/nonexistent/nft"})["changed"] is False
+
+
+# Issue 44: one host is locked as a cluster is. The run's own servers (torch's rendezvous store, Gloo, vLLM) listen
+# at free ports outside Ray's pinned set, 35 of 61 on the two-host cluster, and a one-host run's Ray picks its ports
+# itself; a container's own namespace is kept whole, the host's network by Ray's ports and the ephemeral range.
+def test_a_training_environment_with_its_own_namespace_keeps_every_port_and_one_host_needs_no_member():
+    rows = firewall.port_plan({})
+    assert firewall.guard_ports(rows, "head", True) == ["1-65535"]
+    assert firewall.guard_ports(rows, "worker", False) == firewall.node_ports(rows, "worker")
+    alone = firewall.ruleset(firewall.guard_ports(rows, "head", True), [], allow_no_members=True)
+    body = alone["rules"]
+    assert "set members" not in body and "@members" not in body
+    assert "elements = { 1-65535 }" in body
+    assert [line.strip() for line in body.splitlines() if "drop" in line] == [
+        "udp dport @ray_ports drop", 'tcp dport @ray_ports drop comment "%s"' % alone["fingerprint"]]
+    # the host itself (its Docker gateway) is a member: the ssh tunnel to TensorBoard comes from there
+    with_host = firewall.ruleset(["1-65535"], ["172.17.0.1"], allow_no_members=True)
+    assert "elements = { 172.17.0.1 }" in with_host["rules"] and with_host["fingerprint"] != alone["fingerprint"]
+    # a cluster still needs its members
+    with pytest.raises(firewall.FirewallError, match="no cluster node address"):
+        firewall.ruleset(["1-65535"], [])
+
+
+def test_the_ephemeral_range_joins_rays_ports_without_overlapping_spans():
+    # /proc/sys/net/ipv4/ip_local_port_range as the kernel prints it (ip-sysctl.rst: "32768 60999" by default)
+    assert firewall.ephemeral_span("32768\t60999\n") == "32768-60999"
+    with pytest.raises(firewall.FirewallError, match="not two numbers"):
+        firewall.ephemeral_span("32768")
+    rows = firewall.port_plan({})
+    rules = firewall.ruleset(firewall.node_ports(rows, "head") + ["32768-60999"], ["10.0.0.11"])["rules"]
+    # 44217, 44227 and 52365-52368 lie inside the range: an nft interval set refuses overlapping elements
+    assert "elements = { 6379, 6380, 6381, 8265, 8266, 10001, 10002-19999, 32768-60999 }" in rules
+
+
+def test_one_host_on_the_hosts_network_or_without_the_firewall_is_refused_naming_the_ways_out():
+    assert firewall.one_host_problems(host_network=False, firewall_on=True) == []
+    host = firewall.one_host_problems(host_network=True, firewall_on=True)
+    assert len(host) == 1 and "npu_container_network: host" in host[0] and "npu_container_mode: none" in host[0]
+    assert "Leave npu_container_network empty" in host[0]
+    assert "ray_cluster_accept_open_ports_without_auth: true" in host[0]
+    off = firewall.one_host_problems(host_network=False, firewall_on=False)
+    assert len(off) == 1 and "Turn ray_cluster_firewall on" in off[0]
+    assert firewall.one_host_problems(host_network=True, firewall_on=False, accept_open=True) == []
+
+
+def test_the_module_loads_the_one_host_table_and_the_ephemeral_range_in_a_namespace(netns):
+    alone = run_module("ray_firewall", {"ports": ["1-65535"], "members": [], "one_host": True, "pid": netns})
+    assert alone["changed"], alone.get("msg")
+    listed = _listing(netns)
+    assert alone["fingerprint"] in listed and "1-65535" in listed
+    assert not run_module("ray_firewall", {"ports": ["1-65535"], "members": [], "one_host": True,
+                                           "pid": netns})["changed"]
+    wide = run_module("ray_firewall", {"ports": DEFAULT_PORTS, "members": ["10.0.0.11"], "ephemeral": True,
+                                       "pid": netns})
+    span = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % netns, "cat",
+                           "/proc/sys/net/ipv4/ip_local_port_range"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert wide["changed"], wide.get("msg")
+    assert "%s-%s" % (span[0], span[1]) in wide["rules"]
+    refused = run_module("ray_firewall", {"ports": ["1-65535"], "members": [], "pid": netns})
+    assert refused["failed"] and "no cluster node address" in refused["msg"]

@@ -59,6 +59,17 @@ def _port(setting, value):
     return port
 
 
+def _any_port(item, value):
+    """A port of a span in the table (1-65535: the table may cover every port, not only Ray's)."""
+    try:
+        port = int(str(value).strip())
+    except ValueError:
+        raise FirewallError("the port span %r is not a port or a range of ports" % (item,)) from None
+    if not 1 <= port <= 65535:
+        raise FirewallError("the port span %r is outside 1-65535" % (item,))
+    return port
+
+
 def port_plan(settings, dashboard="loopback", options=None):
     """Every port Ray opens, from the settings: [{"setting", "option", "nodes", "first", "last"}], in the order of
     PORT_SETTINGS then the worker range. ``settings`` maps setting names to values (missing: Ray's default, as in
@@ -121,43 +132,78 @@ def node_ports(rows, role):
     return [span(row) for row in rows if row["nodes"] == "all" or role == "head"]
 
 
-def members_of(addresses):
-    """The members' IPv4 addresses, checked, unique and sorted (numerically)."""
+def members_of(addresses, allow_none=False):
+    """The members' IPv4 addresses, checked, unique and sorted (numerically). ``allow_none``: a training
+    environment of one host has no member but itself (loopback), so an empty list is its answer."""
     out = set()
     for address in addresses or []:
         try:
             out.add(ipaddress.IPv4Address(str(address).strip()))
         except ValueError:
             raise FirewallError("%r is not an IPv4 address of a cluster node" % (address,)) from None
-    if not out:
+    if not out and not allow_none:
         raise FirewallError("no cluster node address to allow")
     return [str(a) for a in sorted(out)]
 
 
-def ruleset(ports, members, table=TABLE):
-    """The nftables script that replaces our table atomically: Ray's ``ports`` (["6379", "10002-19999", ...])
-    accepted from loopback and the ``members``, dropped for every other source, everything else untouched. Its
-    last rule carries the script's fingerprint, so a rerun compares one line instead of nft's own listing."""
+# Every port: what a training environment in a network namespace of its own (a container on a Docker network) keeps
+# from everyone but its members. Its processes need no inbound connection from anyone else, and a run opens more
+# than Ray's pinned set (torch's rendezvous store, Gloo, vLLM's servers pick free ports at random).
+ALL_PORTS = "1-65535"
+
+
+def guard_ports(rows, role, own_netns):
+    """The ports the table keeps for the members, as nft spans. ``own_netns``: the training environment has a
+    network namespace of its own (a container on a Docker network, not the host's): every port. Otherwise (the
+    host's network, shared with everything else on the host) Ray's pinned ports (``rows``, the port plan); the
+    ray_firewall module adds the namespace's ephemeral range (``ephemeral: true``)."""
+    return [ALL_PORTS] if own_netns else node_ports(rows or [], role)
+
+
+def ephemeral_span(text):
+    """The span of an ip_local_port_range ("32768\t60999", as /proc/sys/net/ipv4/ip_local_port_range says it):
+    where the run's other servers (torch's rendezvous store, Gloo, vLLM) take their free ports from."""
+    parts = str(text).split()
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise FirewallError("the ephemeral port range %r is not two numbers" % (text,))
+    first, last = (_any_port(text, part) for part in parts)
+    return "%d-%d" % (min(first, last), max(first, last))
+
+
+def _merged(spans):
+    """Sorted spans with overlapping ones joined (an nft interval set refuses overlapping elements)."""
+    out = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def ruleset(ports, members, table=TABLE, allow_no_members=False):
+    """The nftables script that replaces our table atomically: the ``ports`` (["6379", "10002-19999", ...], or
+    every port, ALL_PORTS) accepted from loopback and the ``members`` (every port of theirs: HCCL, Gloo and the
+    rendezvous store talk between the nodes), dropped for every other source (TCP and UDP), everything else
+    untouched. ``allow_no_members``: one host, reached over loopback only. Its last rule carries the script's
+    fingerprint, so a rerun compares one line instead of nft's own listing."""
     if not _NAME.fullmatch(table or ""):
         raise FirewallError("the table name %r is not an nftables identifier" % (table,))
     spans = []
     for item in ports:
         first, _, last = str(item).partition("-")
-        first, last = _port("port", first), _port("port", last or first)
+        first, last = _any_port(item, first), _any_port(item, last or first)
         if last < first:
             raise FirewallError("the port range %s is upside down" % item)
         spans.append((first, last))
     if not spans:
         raise FirewallError("no port to protect")
-    spans.sort()
-    port_set = ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
-    member_set = ", ".join(members_of(members))
-    body = "\n".join([
-        "table inet %s {" % table,
-        "\tset members {",
-        "\t\ttype ipv4_addr",
-        "\t\telements = { %s }" % member_set,
-        "\t}",
+    port_set = ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in _merged(spans))
+    member_list = members_of(members, allow_none=allow_no_members)
+    body = ["table inet %s {" % table]
+    if member_list:
+        body += ["\tset members {", "\t\ttype ipv4_addr", "\t\telements = { %s }" % ", ".join(member_list), "\t}"]
+    body += [
         "\tset ray_ports {",
         "\t\ttype inet_service",
         "\t\tflags interval",
@@ -167,11 +213,13 @@ def ruleset(ports, members, table=TABLE):
         "\t\ttype filter hook input priority filter; policy accept;",
         "\t\tiif \"lo\" accept",
         "\t\tct state established,related accept",
-        "\t\tip saddr @members tcp dport @ray_ports accept",
+    ] + (["\t\tip saddr @members accept"] if member_list else []) + [
+        "\t\tudp dport @ray_ports drop",
         "\t\ttcp dport @ray_ports drop comment \"%s\"" % "@FINGERPRINT@",
         "\t}",
         "}",
-    ])
+    ]
+    body = "\n".join(body)
     mark = "grpo-ray " + hashlib.sha256(body.encode()).hexdigest()[:16]
     body = body.replace("@FINGERPRINT@", mark)
     # "table ...; delete table ..." first: the delete never fails on a missing table, and nft -f applies the
@@ -256,3 +304,30 @@ def protections(token, firewall, dashboard, accept_open=False):
         ("off (accepted: ray_cluster_accept_open_ports_without_auth)" if accept_open else "off"),
         {"loopback": "on the head's loopback", "off": "off", "all": "on every address"}.get(dashboard, dashboard))
     return {"ok": not problems, "problems": problems, "summary": summary}
+
+
+def one_host_problems(host_network, firewall_on, accept_open=False):
+    """What keeps a one-host run's Ray from the network, or why nothing can. On one host verl's ``ray.init()``
+    starts Ray itself, on the container's address, at ports it picks at random (the dashboard agent's job API at
+    52365 among them), so the table covers every port of the container's own network namespace. With the host's
+    network (``npu_container_network: host``, or ``npu_container_mode: none``) there is no namespace of the
+    run's own: covering every port would cut the host off, and Ray's random ports cannot be pinned. Refused then,
+    as with the firewall off, unless ray_cluster_accept_open_ports_without_auth says the user's own firewall does
+    it. -> [problem, ...]"""
+    if accept_open:
+        return []
+    if not firewall_on:
+        return ["ray_cluster_firewall is off: on one host verl's Ray listens on the container's address at random "
+                "ports, the dashboard agent's job API among them, and the guide's Ray 2.41 has no authentication: "
+                "any machine or container that reaches it could run code in the training environment. Turn "
+                "ray_cluster_firewall on (nftables on the host), or set ray_cluster_accept_open_ports_without_auth: "
+                "true if your own firewall or security group already keeps everyone else away"]
+    if host_network:
+        return ["one NPU host with the host's network (npu_container_network: host, or npu_container_mode: none): "
+                "verl's Ray would listen on the host's own addresses at random ports no firewall can pin, the "
+                "dashboard agent's job API among them, reachable from the whole network. Leave "
+                "npu_container_network empty (Docker's bridge: the run gets a network namespace of its own, which "
+                "the cluster stage firewalls for loopback and this host only), or set "
+                "ray_cluster_accept_open_ports_without_auth: true if your own firewall or security group keeps "
+                "everyone but this host away from every port of it"]
+    return []
