@@ -37,14 +37,15 @@ options:
     elements: str
     default: []
   one_host:
-    description: A training environment of one host, whose processes reach each other over loopback: C(members) may
-      be empty.
+    description:
+      - A training environment of one host, whose processes reach each other over loopback; C(members) may be
+        empty.
     type: bool
     default: false
   ephemeral:
     description:
       - Also keep the namespace's ephemeral port range (C(net.ipv4.ip_local_port_range), read in that namespace)
-        for the members: the free ports a run's other servers take (torch's rendezvous store, Gloo, vLLM), where
+        for the members, the free ports a run's other servers take (torch's rendezvous store, Gloo, vLLM), where
         the table cannot cover every port (the host's own network).
     type: bool
     default: false
