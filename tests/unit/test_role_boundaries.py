@@ -30,6 +30,11 @@ ALLOWED = {
     # those tasks compose, which is the train stage's by design
     ("ray_cluster", "grpo_train_env_merged"), ("ray_cluster", "grpo_train_env_scripts"),
     ("ray_cluster", "grpo_train_checkpoint_dir"),
+    # one host is locked as a cluster is (issue 44): the container stage loads the cluster's table in the container
+    # it makes and refuses one host on the host's network, and the train stage refuses to launch where the table is
+    # missing, all under the cluster stage's two firewall settings (one switch for every host count)
+    ("npu_container", "ray_cluster_firewall"), ("npu_container", "ray_cluster_accept_open_ports_without_auth"),
+    ("grpo_train", "ray_cluster_firewall"),
 }
 _ENV = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
 
