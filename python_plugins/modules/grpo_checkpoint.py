@@ -39,6 +39,13 @@ options:
   launches:
     description: The run's launch history (C(launches.jsonl) in the run folder) to name the launch that wrote the step.
     type: path
+  trust_remote_code:
+    description:
+      - Let the merger load a model that carries code (C(--trust-remote-code)). Off, the merger runs with remote code
+        off and a checkpoint whose C(huggingface) folder carries code (an C(auto_map) in its config, C(*.py) files)
+        is refused, naming the files, before the merger runs.
+    type: bool
+    default: false
 author:
   - GRPO on Ascend maintainers
 """
@@ -102,7 +109,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, workspace
+from ansible.module_utils.ascend_grpo import evaluation, weights, workspace
 
 
 def chat_template_of(folder):
@@ -124,6 +131,7 @@ def main():
             python=dict(type="str", default="python3"),
             launches=dict(type="path"),
             inventory=dict(type="str", default=""),
+            trust_remote_code=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -133,6 +141,11 @@ def main():
                                           p["inventory"])
     except evaluation.EvalError as err:
         module.fail_json(msg=str(err))
+    # the merger reads the config and tokenizer training saved beside the shards: refused before it runs
+    problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
+                                          "step %d's saved model config" % plan["step"], p["trust_remote_code"])
+    if problem:
+        module.fail_json(msg=problem)
     backup, source_fingerprint = plan.pop("backup"), plan.pop("source_fingerprint")
     result = dict(changed=False, **plan)
     if plan["merge"] == "none":
@@ -158,7 +171,8 @@ def merge(module, p, result, backup, source_fingerprint):
     # not from the workspace root: a verl/ source folder there would shadow the installed package
     rc, out, err = module.run_command(
         [p["python"], "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", actor_dir,
-         "--target_dir", partial], cwd=os.path.dirname(target))
+         "--target_dir", partial] + (["--trust-remote-code"] if p["trust_remote_code"] else []),
+        cwd=os.path.dirname(target))
     if rc != 0:
         shutil.rmtree(partial, ignore_errors=True)
         module.fail_json(msg="verl's model merger failed on step %d (rc %d): %s" % (

@@ -32,6 +32,11 @@ options:
   launches:
     description: The run's launch history (C(launches.jsonl) in the run folder) to name the launch that wrote the step.
     type: path
+  trust_remote_code:
+    description: Accept a checkpoint whose C(huggingface) folder carries code (an C(auto_map), C(*.py)); off, such a
+      step is refused, naming the files, before anything merges or loads it.
+    type: bool
+    default: false
 author:
   - GRPO on Ascend maintainers
 """
@@ -84,9 +89,11 @@ written_at:
   type: float
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation
+from ansible.module_utils.ascend_grpo import evaluation, weights
 
 
 def main():
@@ -97,6 +104,7 @@ def main():
             target_root=dict(type="path", required=True),
             launches=dict(type="path"),
             inventory=dict(type="str", default=""),
+            trust_remote_code=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -106,6 +114,10 @@ def main():
                                           p["inventory"])
     except evaluation.EvalError as err:
         module.fail_json(msg=str(err))
+    problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
+                                          "step %d's saved model config" % plan["step"], p["trust_remote_code"])
+    if problem:
+        module.fail_json(msg=problem)
     for private in ("backup", "source_fingerprint"):
         plan.pop(private)
     module.exit_json(changed=False, **plan)

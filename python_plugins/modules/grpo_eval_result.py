@@ -52,6 +52,11 @@ options:
     description: The dataset's abbreviation in OpenCompass's result files.
     type: str
     default: math
+  trust_remote_code:
+    description: Accept a model folder that carries code (an C(auto_map) in its config or tokenizer config, C(*.py)
+      files). Off (query and collected), such a folder is refused, naming the files, before OpenCompass loads it.
+    type: bool
+    default: false
   state:
     description: query, collected or reported.
     type: str
@@ -105,7 +110,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, rerun, workspace
+from ansible.module_utils.ascend_grpo import evaluation, rerun, weights, workspace
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 
@@ -137,6 +142,7 @@ def main():
             reports=dict(type="dict"),
             report_dir=dict(type="path"),
             inventory=dict(type="str", default=""),
+            trust_remote_code=dict(type="bool", default=False),
         ),
         required_if=[("state", "query", MODEL_OPTIONS), ("state", "collected", MODEL_OPTIONS),
                      ("state", "reported", ["report_name", "reports"])],
@@ -151,6 +157,11 @@ def main():
                 p["name"], what, path, rerun.command("assets", p["inventory"]),
                 ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
                 if p["name"] == "base" and what == "model folder" else ""))
+    # the folder may have changed since the assets stage or the merge looked at it: looked at again, right before
+    # OpenCompass would load it
+    problem = weights.remote_code_problem(p["model_dir"], "the %s model" % p["name"], p["trust_remote_code"])
+    if problem:
+        module.fail_json(msg=problem)
     data_sha = workspace.sha256_file(p["data_file"])
     key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
     label = "%s-%s" % (p["name"], key)

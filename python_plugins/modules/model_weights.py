@@ -12,6 +12,9 @@ description:
     (a local folder used in place). It changes nothing; the fetch runs as a detached job (C(grpo_job)) from the plan.
   - Fails, naming the setting at fault in C(field), on a repository or revision the hub does not have, a gated
     repository without a token, an unreachable endpoint, or a local folder without config, weights or tokenizer.
+  - Fails (C(field=trust_remote_code)) on a model that would run code of its own when loaded, naming the files (an
+    C(auto_map) in C(config.json) or C(tokenizer_config.json), C(*.py) files; in the local folder, in the hub's files
+    the patterns allow, or in a complete destination), unless I(trust_remote_code) is true.
 options:
   source:
     description: Where the weights come from.
@@ -44,6 +47,10 @@ options:
     elements: str
   refresh:
     description: Ask the source again even when the folder is complete for the same request (a moved branch).
+    type: bool
+    default: false
+  trust_remote_code:
+    description: Accept a model that carries code (the user trusts its source); the plan hands it on to the fetch.
     type: bool
     default: false
 author:
@@ -81,8 +88,13 @@ missing:
   description: Files to fetch.
   returned: when a fetch is needed
   type: list
+trust_remote_code:
+  description: Whether a model that carries code is accepted (the fetch checks the folder again before it is complete).
+  returned: success
+  type: bool
 field:
-  description: On failure, the setting at fault (repo, revision, token, endpoint, local_dir, dest, allow).
+  description: On failure, the setting at fault (repo, revision, token, endpoint, local_dir, dest, allow,
+    trust_remote_code).
   returned: failure
   type: str
 """
@@ -103,6 +115,7 @@ FIX = {
     "dest": "set assets_model_dir to a folder path.",
     "allow": 'include "*.safetensors" in assets_model_allow_patterns.',
     "source": "set assets_model_source to hf, modelscope or local.",
+    "trust_remote_code": "use a model folder without code, or set grpo_trust_remote_code: true if you trust it.",
 }
 
 
@@ -118,6 +131,7 @@ def main():
             token=dict(type="str", no_log=True),
             allow=dict(type="list", elements="str"),
             refresh=dict(type="bool", default=False),
+            trust_remote_code=dict(type="bool", default=False),
         ),
         required_if=[("source", "hf", ["repo"]), ("source", "modelscope", ["repo"]),
                      ("source", "local", ["local_dir"])],

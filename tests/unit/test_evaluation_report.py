@@ -263,7 +263,7 @@ def test_opencompass_config_renders_as_python():
         grpo_eval_assets={"math_json": "/data/grpo/data/math/math.json"},
         grpo_eval_settings={"model_kwargs": {"device_map": "cpu"}, "generation_kwargs": {"do_sample": False},
                             "num_gpus": 0},
-        grpo_eval_limit=8, grpo_eval_max_out_len=16, grpo_eval_batch_size=4)
+        grpo_eval_limit=8, grpo_eval_max_out_len=16, grpo_eval_batch_size=4, grpo_eval_trust_remote_code=False)
     tree = ast.parse(text)
     assert "path='/data/grpo/data/math'" in text and "file_name='math.json'" in text
     assert "test_range='[0:8]'" in text and "max_out_len=16" in text

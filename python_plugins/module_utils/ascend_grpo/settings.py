@@ -10,6 +10,8 @@
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
   joined by ``/``; empty means the setting is off;
+- ``hub``: a hub or mirror the stage fetches from, https (plain http only when the setting named after it allows
+  it: ``[kind, setting, value, allow_http, allow_setting]``);
 - ``endpoint`` (a hub mirror), ``git`` (a repository), ``source`` (a file or its URL), ``file`` (read on the
   controller), ``profile`` (a name or a profile file), ``ref``, ``repo``, ``host``, ``image``, ``command``,
   ``identifier``, ``requirement``, ``size``, ``sha256``: each what its name says, matched whole; ``text``: one line of
@@ -230,6 +232,17 @@ def _url_problem(setting, value, schemes, example):
     return None if ok else "%s (%s) is not a URL: give %s" % (setting, shown, example)
 
 
+def _hub_problem(setting, value, allow_http=False, allow_setting="its allow_http setting"):
+    """A hub or mirror the weights and data come from: an https URL; plain http (anyone on the path can change
+    what it serves: a model's config, code that loading it would run) only when ``allow_setting`` says so."""
+    problem = _url_problem(setting, value, ("https", "http"), "https://host (the hub mirror's address)")
+    if problem or not value.lower().startswith("http:") or allow_http is True:
+        return problem
+    return ("%s (%s) is plain http: anyone on the path can change the model and data it serves (a config that "
+            "asks for code, the code itself). Give its https:// address, or set %s: true to accept http"
+            % (setting, re.sub(r"(//)[^/@\s]*@", r"\1***@", value), allow_setting))
+
+
 def _git_problem(setting, value):
     """A git repository: a URL (https, ssh, git, file), user@host:path, or an absolute path."""
     if isinstance(value, str) and _SCP.fullmatch(value):
@@ -262,6 +275,7 @@ _ONE = {
     "endpoint": lambda setting, value: _url_problem(setting, value, ("https", "http"),
                                                     "https://host (the hub mirror's address)"),
     "git": _git_problem,
+    "hub": _hub_problem,
     "source": _source_problem,
     "file": _file_problem,
     "profile": _profile_problem,

@@ -31,8 +31,11 @@ from . import workspace
 
 MANIFEST = ".grpo-weights.json"
 EDITED = ("tokenizer_config.json", "chat_template.jinja")
-# What training and merging need; not the repo's other formats (pytorch_model*.bin, gguf, onnx, original/...).
-DEFAULT_ALLOW = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.py", "*.jinja"]
+# What training and merging need: weights, config and tokenizer files; not the repo's other formats
+# (pytorch_model*.bin, gguf, onnx, original/...) and no code (*.py: a model that needs it runs it when loaded).
+DEFAULT_ALLOW = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja"]
+# The setting that lets a model folder carry code that loading it would run (transformers' trust_remote_code).
+TRUST_SETTING = "grpo_trust_remote_code"
 
 
 class WeightsError(Exception):
@@ -89,6 +92,53 @@ def folder_problems(path):
     return problems
 
 
+def remote_code(path):
+    """What in the model folder ``path`` would run code when the folder is loaded with remote code allowed:
+    ``[(file, why)]``, sorted. An ``auto_map`` in a top-level ``*config.json`` (config.json, tokenizer_config.json,
+    a processor's) names classes that transformers imports from the folder's own modules; any ``*.py`` (or
+    ``*.pyc``) file, at any depth, is such a module. Reading is all this does: nothing is imported."""
+    found = []
+    if not os.path.isdir(path):
+        return found
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if not name.endswith("config.json") or os.path.islink(full) or not os.path.isfile(full):
+            continue
+        try:
+            with open(full, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            continue  # not this check's business: the folder checks say what is wrong with it
+        if isinstance(data, dict) and data.get("auto_map"):
+            found.append((name, "auto_map names code to import: %s" % ", ".join(
+                sorted(str(v) for v in _flat(data["auto_map"])))[:200]))
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".pyc")):
+                found.append((os.path.relpath(os.path.join(root, name), path), "Python code"))
+    return sorted(found)
+
+
+def _flat(value):
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    return [] if value is None else [value]
+
+
+def remote_code_problem(path, what, trust=False):
+    """A refusal naming every file of ``path`` that would run code when loaded (see :func:`remote_code`), or None
+    (none there, or ``trust``: the user trusts this source)."""
+    found = [] if trust else remote_code(path)
+    if not found:
+        return None
+    return ("%s (%s) carries code that loading it would run: %s. Nothing was loaded or recorded. Use a model folder "
+            "without it (the default assets_model_allow_patterns fetch no *.py), or, only if you trust where it came "
+            "from, set %s: true" % (what, path, "; ".join("%s (%s)" % item for item in found), TRUST_SETTING))
+
+
 def safe_name(name):
     """Whether a file name from a hub stays inside the folder it is joined to: relative, in normal form (no '..',
     no '.', no empty part), '/' as its only separator, no control character."""
@@ -130,21 +180,27 @@ def _hub_error(err, spec):
 def plan(spec):
     """What :func:`fetch` would do for ``spec`` (see the module doc); raises WeightsError on bad input.
 
-    ``spec``: source (hf, modelscope, local), dest, repo, revision, local_dir, endpoint, token, allow, refresh.
+    ``spec``: source (hf, modelscope, local), dest, repo, revision, local_dir, endpoint, token, allow, refresh,
+    trust_remote_code (a folder, or a hub's file list, that carries code is refused unless it is true).
     """
     dest = spec["dest"]
     source = spec["source"]
     allow = spec.get("allow") or DEFAULT_ALLOW
+    trust = bool(spec.get("trust_remote_code"))
     request = {"source": source, "repo": spec.get("repo"), "revision": spec.get("revision"),
                "local_dir": spec.get("local_dir"), "allow": allow}
     manifest = _read_manifest(dest)
     same_request = manifest is not None and all(manifest.get(k) == v for k, v in request.items())
     # where to and through which endpoint (a mirror serves the same files) are not part of the request
-    request.update(dest=dest, endpoint=spec.get("endpoint"))
+    request.update(dest=dest, endpoint=spec.get("endpoint"), trust_remote_code=trust)
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise WeightsError("dest", "%s exists and is not a folder" % dest)
     if same_request and not spec.get("refresh"):
         missing = missing_files(dest, manifest["files"])
+        # a complete folder may have changed since it was fetched: it must still carry no code
+        problem = remote_code_problem(dest, "the model folder assets_model_dir", trust) if not missing else None
+        if problem:
+            raise WeightsError("trust_remote_code", problem)
         if not missing:
             return dict(request, fetch="none", reason="complete (%d files as the manifest lists them)"
                         % len(manifest["files"]), commit=manifest.get("commit"), files=manifest["files"])
@@ -153,6 +209,9 @@ def plan(spec):
         problems = folder_problems(local_dir)
         if problems:
             raise WeightsError("local_dir", "%s is not a model folder: %s" % (local_dir, "; ".join(problems)))
+        problem = remote_code_problem(local_dir, "the model source assets_model_local_dir", trust)
+        if problem:
+            raise WeightsError("trust_remote_code", problem)
         names = [os.path.relpath(os.path.join(root, f), local_dir)
                  for root, _dirs, files in os.walk(local_dir) for f in files]
         names = [n for n in _selected(names, allow) if n != MANIFEST and not n.startswith(".cache" + os.sep)]
@@ -184,6 +243,13 @@ def plan(spec):
     if not any(n.endswith(".safetensors") for n in files):
         raise WeightsError("allow", "%s@%s has no *.safetensors among the files allowed (%s)"
                            % (spec["repo"], spec.get("revision"), ", ".join(allow)))
+    code = sorted(n for n in files if n.endswith((".py", ".pyc")))
+    if code and not trust:
+        raise WeightsError("trust_remote_code", "%s@%s: the files allowed (assets_model_allow_patterns: %s) include "
+                           "code that loading the model would run: %s. Nothing was fetched. Leave *.py out of "
+                           "assets_model_allow_patterns, or, only if you trust %s, set %s: true"
+                           % (spec["repo"], spec.get("revision"), ", ".join(allow), ", ".join(code[:10]),
+                              spec.get("endpoint") or "the hub", TRUST_SETTING))
     sha256 = {s.rfilename: s.lfs.sha256 for s in info.siblings if s.rfilename in files and s.lfs}
     missing = missing_files(dest, files)
     if manifest is not None and manifest.get("commit") == info.sha and not missing:
@@ -289,6 +355,11 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
     if problems:
         raise WeightsError("repo" if step["source"] != "local" else "local_dir",
                            "%s is not a usable model folder: %s" % (dest, "; ".join(problems)))
+    # before the manifest that makes the folder complete: a config that asks for code (an auto_map the hub or a
+    # mirror added) keeps the folder from ever being recorded as ready
+    problem = remote_code_problem(dest, "the model folder assets_model_dir", step.get("trust_remote_code"))
+    if problem:
+        raise WeightsError("trust_remote_code", problem)
     manifest = {k: step.get(k) for k in ("source", "repo", "revision", "local_dir", "allow", "commit")}
     manifest.update(files=files, fetched_at=workspace.now_iso())
     tmp = os.path.join(dest, MANIFEST + ".tmp")
