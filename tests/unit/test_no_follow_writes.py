@@ -100,3 +100,26 @@ def test_the_state_folder_is_made_below_the_workspace_and_records_still_written(
     assert workspace.write_record(str(ws / ".grpo"), "container", {"name": "x"})
     assert workspace.read_record(str(ws / ".grpo"), "container") == {"name": "x"}
     assert not workspace.write_record(str(ws / ".grpo"), "container", {"name": "x"})
+
+
+def test_a_job_never_starts_or_records_through_a_linked_folder_or_record(tmp_path):
+    """The detached jobs' records (.grpo/jobs/<job>/job.json): a planted link is refused before the job starts."""
+    from ascend_grpo import jobs
+
+    state = tmp_path / "jobs"
+    (state / "train").mkdir(parents=True)
+    target = tmp_path / "bashrc"
+    target.write_text("user's own\n")
+    os.chmod(target, 0o640)
+    os.symlink(str(target), str(state / "train" / "job.json"))
+    hostdir = tmp_path / "hostdir"
+    hostdir.mkdir()
+    os.chmod(hostdir, 0o700)
+    os.symlink(str(hostdir), str(state / "eval"))
+    before, dir_before = _snapshot(target), _snapshot(hostdir)
+    for name in ("train", "eval"):
+        with pytest.raises(OSError) as err:
+            jobs.start(str(state), name, ["sh", "-c", "echo ran > %s/ran" % tmp_path])
+        assert "is a symbolic link" in str(err.value), err.value
+    assert _snapshot(target) == before and _snapshot(hostdir) == dir_before
+    assert not (tmp_path / "ran").exists() and not (state / "train" / "train.log").exists()
