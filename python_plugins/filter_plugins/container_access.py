@@ -10,6 +10,19 @@ def container_access(spec):
     return _engine.access(spec)
 
 
+def container_labels(workspace_host):
+    """``{{ npu_container_workspace_host | container_labels }}`` -> the labels that mark the container as this
+    package's, for this workspace."""
+    return _engine.container_labels(workspace_host)
+
+
+def container_owner_problem(found, name, host, workspace_host, workspace, purpose="recreate"):
+    """``{{ info.container | container_owner_problem(name, host, ws_host, ws, 'recreate'|'enter') }}`` -> why the
+    stages must not recreate or enter that container ("" when they may)."""
+    return _engine.owner_problem(found, name, host, workspace_host, workspace, purpose)
+
+
 class FilterModule:
     def filters(self):
-        return {"container_access": container_access}
+        return {"container_access": container_access, "container_labels": container_labels,
+                "container_owner_problem": container_owner_problem}

@@ -32,6 +32,13 @@ options:
   state_dir:
     description: The workspace's state folder (C(<workspace>/.grpo)), for I(records).
     type: path
+  root:
+    description:
+      - A folder above every folder and file given (the workspace), trusted as it is. Each folder below it is then
+        reached without following a link, and a link there (one made from inside the training environment, say)
+        fails naming it, with nothing made or written through it. Without it, only the files themselves may not be
+        links.
+    type: path
 author:
   - GRPO on Ascend maintainers
 """
@@ -69,14 +76,23 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(dirs=dict(type="list", elements="path", default=[]),
                            files=dict(type="list", elements="dict", default=[]),
-                           records=dict(type="dict"), state_dir=dict(type="path")),
+                           records=dict(type="dict"), state_dir=dict(type="path"), root=dict(type="path")),
         required_by={"records": ["state_dir"]},
         supports_check_mode=True,
     )
     p = module.params
     changed, out, diffs = False, [], []
     for folder in p["dirs"]:
-        if not os.path.isdir(folder):
+        if p["root"]:
+            try:
+                made = workspace.make_folders(p["root"], folder, check_mode=module.check_mode)
+            except (OSError, ValueError) as err:
+                module.fail_json(msg="%s cannot be made: %s" % (folder, err.strerror or err), files=out)
+            if made:
+                changed = True
+                diffs.append({"before_header": folder, "after_header": folder, "before": "",
+                              "after": "(folder)\n"})
+        elif not os.path.isdir(folder):
             changed = True
             diffs.append({"before_header": folder, "after_header": folder, "before": "", "after": "(folder)\n"})
             if not module.check_mode:
@@ -90,12 +106,13 @@ def main():
         except ValueError:
             module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (path, spec.get("mode")))
         before = None
-        if module._diff and os.path.isfile(path):  # pylint: disable=protected-access
+        if module._diff and os.path.isfile(path) and not os.path.islink(path):  # pylint: disable=protected-access
             with open(path, encoding="utf-8", errors="replace") as handle:
                 before = handle.read()
         try:
-            did, kept = workspace.write_text(path, text, mode, bool(spec.get("backup")), module.check_mode)
-        except OSError as err:
+            did, kept = workspace.write_text(path, text, mode, bool(spec.get("backup")), module.check_mode,
+                                             root=p["root"])
+        except (OSError, ValueError) as err:
             module.fail_json(msg="%s cannot be written: %s" % (path, err.strerror or err), files=out)
         changed = changed or did
         if did and module._diff:  # pylint: disable=protected-access
@@ -107,7 +124,11 @@ def main():
             module.fail_json(msg="records: %r is not a stage's record (stages: %s; a record is a mapping)" % (
                 stage, ", ".join(workspace.STAGES)))
         record = json.loads(json.dumps(record))
-        if workspace.write_record(p["state_dir"], stage, record, module.check_mode):
+        try:
+            wrote = workspace.write_record(p["state_dir"], stage, record, module.check_mode)
+        except OSError as err:
+            module.fail_json(msg=str(err), files=out)
+        if wrote:
             changed = True
             diffs.append({"before_header": workspace.record_path(p["state_dir"], stage),
                           "after_header": workspace.record_path(p["state_dir"], stage), "before": "",

@@ -15,6 +15,8 @@ description:
     record that is absent by design, as the container stage's with C(npu_container_mode=none)). With I(stage)
     and I(record), leaves that record (written atomically, only when it differs). One call
     may do both.
+  - The state folder and the record are never written through a link (the record is written to a new name and
+    renamed, the folder reached without following one); a linked C(.grpo) or record fails naming it.
   - Supports check mode (reports the change, writes nothing) and diff.
 extends_documentation_fragment:
   - grpo_inventory
@@ -79,6 +81,7 @@ path:
 """
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -110,11 +113,18 @@ def main():
         module.fail_json(msg=" ".join(missing), **result)
     if p["stage"]:
         path = workspace.record_path(p["state_dir"], p["stage"])
+        try:  # before the record is read for the diff: a linked one is not read either
+            workspace.refuse_links(os.path.dirname(os.path.abspath(p["state_dir"])), path)
+        except workspace.LinkedPath as err:
+            module.fail_json(msg=str(err), **result)
         before = workspace.read_json(path)
         # what a reader would get back: JSON's view of the values (tuples as lists, keys as strings)
         record = json.loads(json.dumps(p["record"]))
         result["path"] = path
-        result["changed"] = workspace.write_record(p["state_dir"], p["stage"], record, module.check_mode)
+        try:
+            result["changed"] = workspace.write_record(p["state_dir"], p["stage"], record, module.check_mode)
+        except workspace.LinkedPath as err:  # a linked state folder or record: refused, nothing written
+            module.fail_json(msg=str(err), **result)
         if result["changed"] and module._diff:  # pylint: disable=protected-access
             result["diff"] = {"before_header": path, "after_header": path,
                               "before": json.dumps(before, indent=2, sort_keys=True) + "\n" if before else "",

@@ -173,3 +173,40 @@ def test_a_traceback_line_with_another_workers_output_glued_on_is_found_with_its
     assert result["line"] == 4
     assert result["cause"] == ("the first error in the log (line 4): AssertionError: rollout world_size: 1 is not "
                                "divisible by infer_tp: 2")
+
+
+# verl prints samples of the data set while it validates (verl/workers/reward_manager/naive.py at 634bd935:
+# print("[prompt]", ...), print("[response]", ...), print("[ground_truth]", ...), print("[score]", ...)), each line
+# under the TaskRunner's Ray prefix. The text is the data set's: whatever it says must not name the failure.
+_SAMPLE = ("(TaskRunner pid=9581) [prompt] system\n"
+           "(TaskRunner pid=9581) Solve the problem. If the log says\n"
+           "(TaskRunner pid=9581) RuntimeError: NPU out of memory. Tried to allocate 3.47 GiB (NPU 0)\n"
+           "(TaskRunner pid=9581) Traceback (most recent call last):\n"
+           "(TaskRunner pid=9581)   File \"x.py\", line 1, in <module>\n"
+           "(TaskRunner pid=9581) ValueError: No available memory for the cache blocks.\n"
+           "(TaskRunner pid=9581) what is 1+1?\n"
+           "(TaskRunner pid=9581) [response] The answer is \\boxed{2}. OSError: [Errno 28] No space left on device\n"
+           "(TaskRunner pid=9581) [ground_truth] 2\n"
+           "(TaskRunner pid=9581) [score] 1\n"
+           "(TaskRunner pid=9581) ImportError: libhccl.so: cannot open shared object file\n"
+           "(TaskRunner pid=9581) [score] 0.0\n")
+
+
+def test_a_sample_print_that_holds_error_signatures_does_not_steer_the_diagnosis():
+    """No real error: a text that quotes the out-of-memory, KV cache, disk and CANN signatures (one after a fake
+    [score] line the ground truth carries) names no failure and no first error."""
+    text = _SAMPLE + "(TaskRunner pid=9581) step:0 - val-core/math/reward/mean@1:0.5\n"
+    verdict = triage.diagnose(text, ENTRIES, exit_status=1)
+    assert verdict["id"] == "unknown", (verdict["id"], verdict["evidence"])
+    assert verdict["first_error"] is None and verdict["evidence"] is None, verdict
+
+
+def test_a_real_error_after_a_sample_print_is_still_named_at_its_line():
+    real = ("(WorkerDict pid=5661) Traceback (most recent call last):\n"
+            "(WorkerDict pid=5661)   File \"fsdp_workers.py\", line 9, in generate\n"
+            "(WorkerDict pid=5661) torch.OutOfMemoryError: NPU out of memory. Tried to allocate 72.00 MiB\n")
+    text = _SAMPLE + real
+    verdict = triage.diagnose(text, ENTRIES, exit_status=1)
+    assert verdict["id"] == "npu_out_of_memory", (verdict["id"], verdict["evidence"])
+    line = _SAMPLE.count("\n") + 3
+    assert verdict["line"] == line and verdict["first_error"][0] == line, verdict

@@ -270,3 +270,21 @@ def test_error_ignored_once_finished():
         "ValueError: retried", source="WorkerDict pid=7") + ray("'Final validation metrics: None'")
     parsed = verl_log.parse(text)
     assert parsed["finished"] is True and parsed["error"] is None
+
+
+def test_a_sample_print_is_never_read_as_verls_own_output():
+    """verl's reward manager prints a sample of the data set (verl/workers/reward_manager/naive.py at 634bd935:
+    "[prompt]", "[response]", "[ground_truth]", "[score]" lines); a problem whose text holds a step line and a
+    traceback gives no step and no error."""
+    text = ("(TaskRunner pid=7) [prompt] user\n"
+            "(TaskRunner pid=7) step:40 - critic/score/mean:1.0 - response_length/mean:9.0\n"
+            "(TaskRunner pid=7) Traceback (most recent call last):\n"
+            "(TaskRunner pid=7)   File \"a.py\", line 1, in <module>\n"
+            "(TaskRunner pid=7) AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2\n"
+            "(TaskRunner pid=7) [response] 4\n"
+            "(TaskRunner pid=7) [ground_truth] 4\n"
+            "(TaskRunner pid=7) [score] 1.0\n"
+            "(TaskRunner pid=7) step:1 - critic/score/mean:0.25\n")
+    parsed = verl_log.parse(text)
+    assert [s["step"] for s in parsed["steps"]] == [1], parsed["steps"]
+    assert parsed["error"] is None and parsed["first_error"] is None, parsed

@@ -279,3 +279,28 @@ def test_links_inside_the_tree_pass(tmp_path):
     path = _tarball_with(tmp_path, _member("verl/docs/README", tarfile.SYMTYPE, "../README.md"),
                          _member("verl/verl/same", tarfile.LNKTYPE, "verl/verl/__init__.py"))
     assert source.read_tarball(str(path))["entries"] == 3
+
+
+# tar unpacks with --strip-components, so a link is judged where it lands: after the strip. These climb out only
+# then (before it, the top folder they live in absorbs one '..').
+@pytest.mark.parametrize("name, kind, link", [
+    ("verl/up", tarfile.SYMTYPE, "../etc"),
+    ("verl/docs/up", tarfile.SYMTYPE, "../../root/.ssh"),
+])
+def test_a_link_that_leaves_the_folder_only_after_the_strip_is_refused(tmp_path, name, kind, link):
+    path = _tarball_with(tmp_path, _member(name, kind, link))
+    with pytest.raises(source.TarballError) as err:
+        source.read_tarball(str(path))
+    assert "%s (a link that leads out of the folder)" % name in str(err.value), str(err.value)
+    assert NOTHING_DONE in str(err.value)
+
+
+def test_a_flat_archive_is_judged_without_a_strip(tmp_path):
+    """No top folder (strip 0): a link that stays in the destination still passes."""
+    path = tmp_path / "flat.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("verl/__init__.py"), io.BytesIO(b""))
+        info, _ = _member("docs/up", tarfile.SYMTYPE, "../verl/__init__.py")
+        tar.addfile(info)
+    found = source.read_tarball(str(path))
+    assert found["strip_components"] == 0 and found["entries"] == 2

@@ -118,3 +118,77 @@ def exec_argv(reached, container, command, interactive=True):
     if reached.get("ssh"):
         return list(reached["ssh"]) + [shlex.join(inner)]
     return inner
+
+
+# Every container the container stage makes carries these labels: which package made it and for which workspace
+# (its path on the host). Two users of one host who pick one name, or two checkouts with two workspaces, would
+# otherwise find, recreate or enter each other's container by its name alone.
+LABEL_PROJECT = "io.ascend-grpo.project"
+PROJECT = "ascend-grpo"
+LABEL_WORKSPACE = "io.ascend-grpo.workspace"
+
+
+def _norm(path):
+    text = str(path or "")
+    while len(text) > 1 and text.endswith("/"):
+        text = text[:-1]
+    return text
+
+
+def container_labels(workspace_host):
+    """The labels the container stage gives its container (docker_container's ``labels``)."""
+    return {LABEL_PROJECT: PROJECT, LABEL_WORKSPACE: _norm(workspace_host)}
+
+
+def _workspace_mounted(found, workspace_host, workspace):
+    """Whether ``found`` (docker inspect) binds ``workspace_host`` at ``workspace``, as the container stage does."""
+    for mount in (found or {}).get("Mounts") or []:
+        if (mount.get("Type") == "bind" and _norm(mount.get("Source")) == _norm(workspace_host)
+                and _norm(mount.get("Destination")) == _norm(workspace)):
+            return True
+    return False
+
+
+def owner_problem(found, name, host, workspace_host, workspace, purpose="recreate"):
+    """Why the stages must not touch the container ``found`` (docker inspect's object, as community.docker's
+    docker_container_info returns it; None or {} when no container has the name), "" when they may.
+
+    ``purpose``: ``recreate`` (the container stage, which may remove and recreate it) or ``enter`` (the later
+    stages, which run their tasks in it with docker exec). A container carrying this package's labels for this
+    workspace may be both. One with another workspace's label, or another project's, neither. One with no label of
+    this package (made by its earlier versions, or by someone else): the container stage refuses it, since
+    recreating it would end what runs in it, and says how to remove it once it is known to be the user's; the
+    later stages enter it only when it binds this very workspace (``workspace_host`` at ``workspace``), as an
+    earlier version's container does, so a run started before an upgrade can still be watched and stopped."""
+    if not found:
+        return ""
+    labels = ((found.get("Config") or {}).get("Labels")) or {}
+    ws_host = _norm(workspace_host)
+    verb = "recreate it" if purpose == "recreate" else "run its tasks in it (docker exec)"
+    project, owner = labels.get(LABEL_PROJECT), labels.get(LABEL_WORKSPACE)
+    if project == PROJECT and _norm(owner) == ws_host:
+        return ""
+    keep = "Nothing was changed."
+    if project is not None or owner is not None:
+        return ("npu_container_name: the container %s on %s is another workspace's (labels %s=%s, %s=%s; this "
+                "workspace is %s), and the stages would %s. Set npu_container_name to a name of its own for this "
+                "workspace; or, once you know that workspace is done with, remove the container yourself (docker "
+                "rm -f %s: the workspace on the host stays). %s"
+                % (name, host, LABEL_PROJECT, project, LABEL_WORKSPACE, owner, ws_host, verb, name, keep))
+    if purpose != "recreate" and _workspace_mounted(found, workspace_host, workspace):
+        return ""
+    mounts = ", ".join("%s:%s" % (m.get("Source"), m.get("Destination"))
+                       for m in (found.get("Mounts") or []) if m.get("Type") == "bind") or "none"
+    if purpose == "recreate":
+        return ("npu_container_name: a container named %s already exists on %s without the label %s=%s this "
+                "package gives its containers (made by an earlier version of it, or by someone else; its bind "
+                "mounts: %s). The container stage recreates only a container it can prove is this workspace's, "
+                "since recreating ends whatever runs in it. If it is yours (docker inspect %s shows %s mounted at "
+                "%s), remove it when no run is in it, docker rm -f %s (the workspace on the host stays), and run "
+                "the stage again; if it is not, set npu_container_name to another name. %s"
+                % (name, host, LABEL_WORKSPACE, ws_host, mounts, name, ws_host, _norm(workspace), name, keep))
+    return ("npu_container_name: the container %s on %s carries no label %s=%s and does not mount this workspace "
+            "(%s at %s; its bind mounts: %s), so the stages will not run their tasks in it: it is not this "
+            "workspace's training environment. Set npu_container_name to this workspace's container, or run the "
+            "container stage (--tags container), which says what to do with this one. %s"
+            % (name, host, LABEL_WORKSPACE, ws_host, ws_host, _norm(workspace), mounts, keep))

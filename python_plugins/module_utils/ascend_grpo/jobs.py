@@ -170,12 +170,17 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
     if current["running"]:
         return False, current
     job_dir = os.path.join(state_dir, name)
-    os.makedirs(job_dir, exist_ok=True)
+    # the job's folder and record are never reached through a link (workspace.open_folder): checked before the job
+    # starts, so a refused one leaves nothing running
+    workspace.make_folders(state_dir, job_dir)
+    workspace.refuse_links(job_dir, os.path.join(job_dir, "job.json"))
     chdir = chdir or job_dir
     log = log or os.path.join(job_dir, name + ".log")
     if not os.path.isdir(chdir):
         raise JobError("the job's folder %s does not exist" % chdir)
     os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
+    if os.path.islink(log):
+        workspace.refuse_links(os.path.dirname(os.path.abspath(log)), log)
     for stale in ("exit", "exit.tmp", "stopped"):
         try:
             os.unlink(os.path.join(job_dir, stale))
@@ -192,10 +197,7 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
                             env=child_env, start_new_session=True, close_fds=True)
     meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": proc.pid,
             "starttime": _proc_starttime(proc.pid), "pidns": _pid_namespace(), "started": workspace.now_iso()}
-    tmp = os.path.join(job_dir, "job.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(meta, handle, indent=2)
-    os.replace(tmp, os.path.join(job_dir, "job.json"))
+    workspace.write_text(os.path.join(job_dir, "job.json"), json.dumps(meta, indent=2), root=job_dir)
     return True, status(state_dir, name)
 
 
@@ -218,8 +220,7 @@ def stop(state_dir, name, grace=30.0):
     meta = _read_json(os.path.join(job_dir, "job.json"))
     if not _alive(meta):
         return False, status(state_dir, name)
-    with open(os.path.join(job_dir, "stopped"), "w", encoding="utf-8") as handle:
-        handle.write(workspace.now_iso() + "\n")
+    workspace.write_text(os.path.join(job_dir, "stopped"), workspace.now_iso() + "\n", root=job_dir)
     pgid = meta["pid"]  # the wrapper leads its own session and process group
     # Each process of the group gets one SIGTERM, those that join it after the first too: a run stopped while Ray
     # starts has its daemons start their agents after the signal, and those would hold on until the SIGKILL. One

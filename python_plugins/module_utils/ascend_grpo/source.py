@@ -71,9 +71,13 @@ def _nothing_done(path, origin):
     return ("Delete %s to download it again. " % path if origin else "") + NOTHING_DONE
 
 
-def member_problem(member):
+def member_problem(member, strip=0):
     """Why one tar member must not be unpacked (None when it may): a name that is absolute or climbs out with
-    '..', a link whose target leaves the tree, a device, a FIFO."""
+    '..', a link whose target leaves the tree, a device, a FIFO.
+
+    ``strip``: the ``tar --strip-components`` it will be unpacked with. A link is judged where it lands after the
+    strip (the leading folders are gone, so ``top/a -> ../x`` climbs out of the destination), and a hard link's
+    target loses the same leading folders, as GNU tar strips it."""
     parts = member.name.split("/")
     if member.name.startswith("/") or ".." in parts:
         return "its name leaves the folder"
@@ -83,9 +87,16 @@ def member_problem(member):
         target = member.linkname
         if target.startswith("/"):
             return "a link to an absolute path"
-        base = parts[:-1] if member.issym() else []
+        kept = [p for p in parts if p][strip:]
+        if member.issym():
+            base, path = kept[:-1], target.split("/")
+        else:  # a hard link names another member, from the top of the archive
+            named = [p for p in target.split("/") if p]
+            if ".." in named or len(named) <= strip:  # a member's name never climbs; one the strip removes is gone
+                return "a link that leads out of the folder"
+            base, path = [], named[strip:]
         depth = 0
-        for part in base + target.split("/"):
+        for part in base + path:
             if part == "..":
                 depth -= 1
                 if depth < 0:
@@ -125,12 +136,15 @@ def read_tarball(path, origin=None):
                                % (where, PATH_SETTING, done))
         handle.seek(0)
         reader = _HashingReader(handle)
-        names, unsafe = [], []
+        names, links, unsafe = [], [], []
         try:
             with tarfile.open(fileobj=reader, mode="r|gz") as tar:
                 # Stream mode: each member's data is skipped by reading through it, never written.
                 for member in tar:
                     names.append(member.name)
+                    if member.issym() or member.islnk():
+                        links.append(member)  # judged once the strip is known: where it lands is what counts
+                        continue
                     why = member_problem(member)
                     if why:
                         unsafe.append("%s (%s)" % (member.name, why))
@@ -139,6 +153,11 @@ def read_tarball(path, origin=None):
             raise TarballError("%s is not a complete .tar.gz (%s: %s). Set %s to an intact tarball of verl's "
                                "source. %s" % (where, type(err).__name__, err, PATH_SETTING, done))
         sha256 = reader.drain()
+    strip = _strip_components(names)
+    for member in links:
+        why = member_problem(member, strip or 0)
+        if why:
+            unsafe.append("%s (%s)" % (member.name, why))
     if unsafe:
         raise TarballError("%s holds %d member(s) that would land outside the source folder or are not plain files, "
                            "folders or links inside it: %s. A source tarball never does: set %s to verl's own "
@@ -148,7 +167,7 @@ def read_tarball(path, origin=None):
     if commit is not None and not _COMMIT.match(commit):
         commit = None
     return {"commit": commit, "comment": comment, "sha256": sha256, "entries": len(names),
-            "strip_components": _strip_components(names)}
+            "strip_components": strip}
 
 
 def prove_tarball(path, commit, sha256=None, origin=None):

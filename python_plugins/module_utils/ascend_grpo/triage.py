@@ -8,7 +8,8 @@ Each catalogue entry is one failure users of this stack meet:
   the setting (or verl override) to
   change; ``upstream``: the threads it comes from (URLs);
 - what identifies it, any of: ``signatures`` (regular expressions, one of which a log line matches, searched
-  anywhere in the line), ``exit_status`` (the job's exit status is one of these), ``low_disk`` (true: where the
+  anywhere in the line; never in verl's sample prints, whose text is the data set's: see
+  :func:`verl_log.sample_print_lines`), ``exit_status`` (the job's exit status is one of these), ``low_disk`` (true: where the
   checkpoints go has less than :data:`LOW_SPACE_MB` free) and ``no_exit_status`` (true: the job's wrapper could
   not record one: the process, its container or the machine went all at once). An entry with several of them needs
   a signature match or the other conditions to hold (``match: any``, the default) or all of them (``match: all``).
@@ -96,15 +97,18 @@ def first_error(text):
     none. Lines are counted by "\\n" from 1, as ``sed -n Np`` counts them in the log on disk (read it with
     ``newline=""``: Python's default turns a lone "\\r" into a line of its own)."""
     lines = (text or "").split("\n")
+    samples = verl_log.sample_print_lines(text or "")
     first = verl_log.parse(text or "").get("first_error")
     if first:
         for number, line in enumerate(lines, 1):
+            if number - 1 in samples:
+                continue
             plain = verl_log.strip_ansi(line)
             if plain.rstrip().endswith(first) or first in plain:
                 return number, first
         return None, first
     for number, line in enumerate(lines, 1):
-        if _ERROR_WORD.search(line):
+        if number - 1 not in samples and _ERROR_WORD.search(line):
             return number, line.strip()
     return None, None
 
@@ -135,8 +139,9 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None, invento
     lines = (text or "").split("\n")
     number, line = first_error(text)
     values = dict(values or {}, exit_status=exit_status, free_mb=free_mb)
+    samples = verl_log.sample_print_lines(text or "")
     for entry in entries:
-        hit = _hit(entry, lines, exit_status, free_mb)
+        hit = _hit(entry, lines, exit_status, free_mb, samples)
         if hit is not None:
             evidence, at = hit
             return {"id": entry["id"], "cause": _fill(entry["cause"], values, inventory),
@@ -154,11 +159,12 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None, invento
             "first_error": [number, line] if line else None}
 
 
-def _hit(entry, lines, exit_status, free_mb):
-    """(evidence, line number) when ``entry`` holds, else None."""
+def _hit(entry, lines, exit_status, free_mb, samples=frozenset()):
+    """(evidence, line number) when ``entry`` holds, else None. ``samples``: indexes of the lines to pass over
+    (verl's sample prints)."""
     found = None
     for number, line in enumerate(lines, 1):
-        if any(p.search(line) for p in entry["_patterns"]):
+        if number - 1 not in samples and any(p.search(line) for p in entry["_patterns"]):
             found = (_ANSI.sub("", line).strip(), number)
             break
     others = []

@@ -112,14 +112,68 @@ def strip_ansi(text):
     return _ANSI.sub("", text)
 
 
+# verl's reward managers print samples from the data set (verl/workers/reward_manager/naive.py, batch.py, dapo.py
+# at 634bd935): print("[prompt]", prompt), print("[response]", response), print("[ground_truth]", ground_truth),
+# then print("[score]", score) or print(f"[{key}]", value) per key of a dict score. The texts span lines.
+_SAMPLE_START = re.compile(r"\[prompt\](?: |$)")
+_SAMPLE_MARK = re.compile(r"\[[a-z_]\w*\](?: |$)")  # [response], [ground_truth], [score], [acc]: never [ERROR]
+
+
+def sample_print_lines(text):
+    """The indexes (from 0, in ``text.split("\\n")``) of the lines that belong to verl's sample prints: text from
+    the data set and the model, never verl's own output, so nothing in them may count as a step, an error or a
+    failure's signature (a problem whose text says "NPU out of memory" must not steer the diagnosis).
+
+    Per Ray source (the line's first prefix: every line a worker prints carries its own, so text cannot change
+    it), a print runs from a "[prompt]" line to the last marker line ("[response]", "[ground_truth]", "[score]",
+    "[<key>]") before the next "[prompt]"; a "[prompt]" with no marker after it runs to the next one or the end
+    (a print still being written). The last marker is the one verl itself printed after the sample's text, so a
+    marker the text holds cannot end the print early."""
+    lines = text.split("\n")
+    by_source = {}  # source -> [(index, kind)] of its start and marker lines
+    for index, raw in enumerate(lines):
+        plain = _ANSI.sub("", raw)
+        prefix = _RAY_PREFIX.match(plain)
+        body = plain[prefix.end():] if prefix else plain
+        if _SAMPLE_START.match(body):
+            kind = "start"
+        elif _SAMPLE_MARK.match(body):
+            kind = "mark"
+        else:
+            continue
+        by_source.setdefault(prefix.group(0).strip() if prefix else "", []).append((index, kind))
+    inside = set()
+    for source, found in by_source.items():
+        starts = [at for at, (index, kind) in enumerate(found) if kind == "start"]
+        for number, at in enumerate(starts):
+            following = found[at + 1:starts[number + 1]] if number + 1 < len(starts) else found[at + 1:]
+            begin = found[at][0]
+            if following:
+                end = following[-1][0]
+            elif number + 1 < len(starts):
+                end = found[starts[number + 1]][0] - 1
+            else:
+                end = len(lines) - 1
+            for index in range(begin, end + 1):
+                plain = _ANSI.sub("", lines[index])
+                prefix = _RAY_PREFIX.match(plain)
+                if (prefix.group(0).strip() if prefix else "") == source:
+                    inside.add(index)
+    return inside
+
+
 def _lines(text):
     """(source, line) for each complete line of ``text``, ANSI codes and Ray prefixes removed.
 
     ``source`` is the Ray prefix ("(TaskRunner pid=9581)"), "" for the driver's own output. Each ``\\r``-separated
     frame becomes a line of its own (empty frames are dropped). The text after the last newline, a line still
-    being written, is left out: a cut step line would otherwise report half its metrics.
+    being written, is left out: a cut step line would otherwise report half its metrics. verl's sample prints
+    (:func:`sample_print_lines`) are left out: their text is the data set's, never verl's own output.
     """
-    for raw in text.split("\n")[:-1]:
+    samples = sample_print_lines(text)
+    for index, raw in enumerate(text.split("\n")[:-1]):
+        if index in samples:
+            continue
         raw = _ANSI.sub("", raw)
         prefix = _RAY_PREFIX.match(raw)
         source = prefix.group(0).strip() if prefix else ""
