@@ -27,7 +27,7 @@ installing the pins after them); the plan lists every such override so it is vis
 import json
 import re
 
-from . import workspace
+from . import secrets, workspace
 
 try:  # the packaging library; before any install a bare environment still has pip's own copy
     from packaging.requirements import InvalidRequirement, Requirement
@@ -451,7 +451,5 @@ def index_env(argv, env=None):
 
 
 def mask_url(text):
-    """``text`` with the credentials of every URL in it masked: the password (``https://user:***@host/simple``), or
-    a user name alone, which is often a token (``https://***@host/simple``)."""
-    text = re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@", r"\1:***@", str(text))
-    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+@", r"\1***@", text)
+    """``text`` with the credentials of every URL in it masked: the one masking function, ascend_grpo.secrets."""
+    return secrets.mask_url(text)
