@@ -67,6 +67,25 @@ def has_credentials(value):
     return isinstance(value, str) and mask_url(value) != value
 
 
+def credentials_in(value):
+    """The secret parts of ``value`` (strings, lists, mappings, nested): each URL's password (or its user name when
+    it is alone) and each signature parameter's value; for a module's ``no_log_values``, so Ansible takes them out
+    of everything it returns, the echo of its own arguments included."""
+    found = set()
+    if isinstance(value, dict):
+        for item in value.values():
+            found.update(credentials_in(item))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found.update(credentials_in(item))
+    elif isinstance(value, str):
+        for match in _URL_USERINFO.finditer(value):
+            user, colon, password = match.group(2).partition(":")
+            found.add(password if colon and user and "/" not in user else match.group(2))
+        found.update(m.group(2) for m in _QUERY_SECRET.finditer(value))
+    return sorted(v for v in found if v and v != MASK)
+
+
 def record_mode(value, mode=0o644):
     """The mode of a file that holds ``value``: its owner's only (0600) when it holds a credential."""
     return 0o600 if has_credentials(value) else mode

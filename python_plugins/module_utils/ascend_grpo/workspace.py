@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 
-from . import rerun
+from . import rerun, secrets
 
 STAGES = ("container", "deps", "patch", "assets", "cluster", "train", "eval")
 ISO_TIME = "%Y-%m-%dT%H:%M:%S%z"
@@ -60,9 +60,11 @@ def read_json(path, default=None):
         return default
 
 
-def write_json(path, data, indent=2):
-    """Write ``data`` to ``path`` atomically (a reader never sees half a file); returns whether it changed."""
-    return write_text(path, json.dumps(data, indent=indent, sort_keys=True) + "\n")[0]
+def write_json(path, data, indent=2, mode=None):
+    """Write ``data`` to ``path`` atomically (a reader never sees half a file); returns whether it changed. By
+    default 0644, or 0600 when ``data`` holds a credential (a URL with a password: secrets.record_mode)."""
+    return write_text(path, json.dumps(data, indent=indent, sort_keys=True) + "\n",
+                      mode=secrets.record_mode(data) if mode is None else mode)[0]
 
 
 def write_text(path, text, mode=0o644, backup=False, check_mode=False):
