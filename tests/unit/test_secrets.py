@@ -26,7 +26,7 @@ def test_a_password_with_any_characters_is_masked_whole():
     assert shown == "cannot reach https://builder:***@mirror.example.internal/simple (timeout)"
     assert "ss" not in shown.replace("https", "")
     # a user name alone is often a token: masked whole
-    assert secrets.mask_url("git+https://ghp_abc/def@github.com/o/r.git") == "git+https://***@github.com/o/r.git"
+    assert secrets.mask_url("git+https://ghp_abc123@github.com/o/r.git") == "git+https://***@github.com/o/r.git"
     # the index URL masking the deps stage had is now the same function
     assert pins.mask_url(url) == secrets.mask_url(url)
 
@@ -142,3 +142,17 @@ def test_table_cells_cannot_add_a_row_or_a_column():
     assert secrets.table_cell("qwen2.5-0.5b_step-40") == "qwen2.5-0.5b_step-40"
     assert secrets.table_cell("a\\|b") == "a\\\\\\|b"
 
+
+
+def test_a_direct_reference_keeps_its_host_and_a_user_alone_with_a_slash_is_no_user():
+    # pip freeze's direct reference (PEP 440 / PEP 508 "name @ url"): the "@" before the revision is no credential
+    ref = "verl @ git+https://github.com/volcengine/verl.git@634bd93"
+    assert secrets.mask_url(ref) == ref and secrets.mask_userinfo(ref) == (ref, 0)
+    assert secrets.mask_userinfo("https://u:%s@h/x https://tok@h/y https://***@h/z" % PASSWORD) == (
+        "https://***@h/x https://***@h/y https://***@h/z", 2)
+
+
+def test_credentials_in_gives_the_parts_a_module_must_never_return():
+    assert secrets.credentials_in({"repo": "https://u:%s@h/x" % PASSWORD, "l": ["https://tok123@h/y?sig=abcd"]}) \
+        == sorted([PASSWORD, "tok123", "abcd"])
+    assert secrets.credentials_in(["https://h/x", "https://u:***@h"]) == []

@@ -20,8 +20,11 @@ import re
 
 MASK = "***"
 
-# scheme://userinfo@ up to the last "@" before whitespace or a quote: a password may hold "/", ":" or "@"
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>]*)@")
+# scheme://user:password@ with the password up to the last "@" before whitespace or a quote (users write "/", ":"
+# and "@" in it unescaped); scheme://user@ with no "/" in the user (a user alone is often a token), so that
+# git+https://host/repo.git@v1.0 (pip's direct reference) keeps its host
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>/:@]*):([^\s'\"<>]*)@")
+_URL_USER = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>/:@]+)@")
 _SIGNATURE_PARAMS = ("x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature",
                      "x-goog-credential", "signature", "sig", "token", "access_token", "api_key", "apikey", "key",
                      "password", "secret", "client_secret", "sas", "x-oss-signature", "ossaccesskeyid")
@@ -29,20 +32,13 @@ _QUERY_SECRET = re.compile(r"(?i)([?&;](?:%s)=)([^&#\s'\"<>]+)"
                            % "|".join(re.escape(p) for p in _SIGNATURE_PARAMS))
 
 
-def _mask_userinfo(match):
-    scheme, userinfo = match.group(1), match.group(2)
-    if not userinfo:
-        return match.group(0)
-    user, colon, _password = userinfo.partition(":")
-    if colon and user and "/" not in user and user != MASK:
-        return "%s%s:%s@" % (scheme, user, MASK)
-    return "%s%s@" % (scheme, MASK)
-
-
 def mask_url(text):
     """``text`` with the credentials of every URL in it masked (see the module's text); anything else unchanged.
     Masking twice changes nothing more."""
-    text = _URL_USERINFO.sub(_mask_userinfo, "" if text is None else str(text))
+    text = "" if text is None else str(text)
+    text = _URL_PASSWORD.sub(lambda m: "%s%s:%s@" % (m.group(1), m.group(2), MASK) if m.group(2) and m.group(2)
+                             != MASK else "%s%s@" % (m.group(1), MASK), text)
+    text = _URL_USER.sub(lambda m: "%s%s@" % (m.group(1), MASK), text)
     return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
@@ -79,9 +75,8 @@ def credentials_in(value):
         for item in value:
             found.update(credentials_in(item))
     elif isinstance(value, str):
-        for match in _URL_USERINFO.finditer(value):
-            user, colon, password = match.group(2).partition(":")
-            found.add(password if colon and user and "/" not in user else match.group(2))
+        found.update(m.group(3) for m in _URL_PASSWORD.finditer(value))
+        found.update(m.group(2) for m in _URL_USER.finditer(value))
         found.update(m.group(2) for m in _QUERY_SECRET.finditer(value))
     return sorted(v for v in found if v and v != MASK)
 
@@ -89,6 +84,20 @@ def credentials_in(value):
 def record_mode(value, mode=0o644):
     """The mode of a file that holds ``value``: its owner's only (0600) when it holds a credential."""
     return 0o600 if has_credentials(value) else mode
+
+
+def mask_userinfo(text):
+    """(``text`` with the whole user part of every URL masked, ``https://***@host``, whatever characters the
+    password holds; how many): for a text shared outside, where a user name may be a token too."""
+    count = [0]
+
+    def whole(match):
+        if match.group(0) == match.group(1) + MASK + "@":
+            return match.group(0)
+        count[0] += 1
+        return match.group(1) + MASK + "@"
+    text = _URL_USER.sub(whole, _URL_PASSWORD.sub(whole, text))
+    return text, count[0]
 
 
 def split_url_credentials(url):
