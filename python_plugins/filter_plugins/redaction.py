@@ -1,4 +1,5 @@
-"""Filter: the values a support bundle takes out, over the plain-Python secrets engine."""
+"""Filters: the values a support bundle takes out, and whether a value holds a credential (a file holding it is
+0600), over the plain-Python secrets engine."""
 
 from ascend_grpo import secrets
 
@@ -10,6 +11,12 @@ def secret_env_values(envs, named=(), settings=()):
     return secrets.secret_values([e for e in (envs or []) if isinstance(e, dict)], named or [], settings or [])
 
 
+def has_credentials(value):
+    """``{{ url | has_credentials }}`` -> whether ``value`` (a URL, or lists and mappings of them) holds a
+    password, a token as a URL's user, or a signature parameter."""
+    return secrets.has_credentials(value)
+
+
 class FilterModule:
     def filters(self):
-        return {"secret_env_values": secret_env_values}
+        return {"secret_env_values": secret_env_values, "has_credentials": has_credentials}

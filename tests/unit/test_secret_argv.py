@@ -118,3 +118,21 @@ def test_a_stage_record_naming_a_url_with_a_password_is_0600_and_others_stay_064
     workspace.write_record(str(tmp_path), "train", {"run_dir": "/data/grpo/runs/p/e"})
     assert stat.S_IMODE(os.stat(workspace.record_path(str(tmp_path), "deps")).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(workspace.record_path(str(tmp_path), "train")).st_mode) == 0o644
+
+
+def test_the_tarball_proof_names_its_url_masked(tmp_path):
+    result = run_module("verl_tarball", {"path": str(tmp_path / "missing.tar.gz"), "commit": COMMIT,
+                                         "origin": "https://u:%s@dl.example.internal/verl.tgz" % SECRET})
+    assert result.get("failed"), result
+    assert SECRET not in json.dumps(result)
+
+
+def test_the_weights_plan_shows_the_endpoint_masked(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_text("x")
+    (model / "tokenizer.json").write_text("{}")
+    result = run_module("model_weights", {"source": "local", "local_dir": str(model), "dest": str(tmp_path / "d"),
+                                          "endpoint": "https://u:%s@hub.example.internal" % SECRET})
+    assert SECRET not in json.dumps(result), result

@@ -156,3 +156,15 @@ def test_credentials_in_gives_the_parts_a_module_must_never_return():
     assert secrets.credentials_in({"repo": "https://u:%s@h/x" % PASSWORD, "l": ["https://tok123@h/y?sig=abcd"]}) \
         == sorted([PASSWORD, "tok123", "abcd"])
     assert secrets.credentials_in(["https://h/x", "https://u:***@h"]) == []
+
+
+def test_a_settings_message_shows_a_url_masked():
+    """Every refusal of a setting's value shows the value, and a URL in it masked (the check's message is the
+    stage's first output)."""
+    from ascend_grpo import settings
+
+    shown = settings.problems([["source?", "deps_pinning_verl_tarball", "htp://u:%s@x/v.tgz?sig=abc" % PASSWORD],
+                               ["source[]", "grpo_find_links", ["ftp://u:%s@h/x" % PASSWORD]],
+                               ["git", "deps_pinning_verl_repo", "htps://tok123@h x"]])
+    assert len(shown) == 3 and not any(PASSWORD in s or "abc" in s or "tok123" in s for s in shown), shown
+    assert shown[0].startswith("deps_pinning_verl_tarball (htp://u:***@x/v.tgz?sig=***) is not a URL")

@@ -28,7 +28,7 @@ _URL_USER = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s'\"<>/:@]+)@")
 _SIGNATURE_PARAMS = ("x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature",
                      "x-goog-credential", "signature", "sig", "token", "access_token", "api_key", "apikey", "key",
                      "password", "secret", "client_secret", "sas", "x-oss-signature", "ossaccesskeyid")
-_QUERY_SECRET = re.compile(r"(?i)([?&;](?:%s)=)([^&#\s'\"<>]+)"
+_QUERY_SECRET = re.compile(r"(?i)([?&;](?:%s)=)([^&#\s'\"<>(),;\]]+)"
                            % "|".join(re.escape(p) for p in _SIGNATURE_PARAMS))
 
 

@@ -24,6 +24,8 @@ Standard library only (the controller's filters use it).
 
 import re
 
+from . import secrets
+
 # Matched whole (fullmatch): with re.match, "$" also matches before a final newline, and "qwen\n" passed.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -346,7 +348,7 @@ def problems(checks):
         for index, item in enumerate(value if many else [value]):
             problem = _ONE[base]("%s[%d]" % (setting, index) if many else setting, item, *extra)
             out += [problem] if problem else []
-    return out
+    return [secrets.mask_url(problem) for problem in out]  # a value shown in a message never shows a password
 
 
 # The prefixes of this package's settings: a variable a user sets with one of them names a setting of ours.
