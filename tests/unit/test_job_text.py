@@ -75,3 +75,21 @@ def test_the_reports_folders_cannot_add_a_table_row():
     text = evaluation.render_markdown(report, brief=True)
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert [row.split("|")[1].strip() for row in rows] == ["model", "---", "base", "trained: step 2", "difference"]
+
+
+def test_the_status_of_a_failed_run_shows_its_last_lines_without_control_characters(tmp_path):
+    from conftest import run_module
+
+    state, run = tmp_path / "state", tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    log = run / "logs" / "latest.log"
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+                   "RuntimeError: \x1b]0;pwned\x07boom \x1b[2Jhttps://u:hunter2@h/x\n" + HOSTILE + "\n")
+    (state / "train").mkdir(parents=True)
+    (state / "train" / "job.json").write_text(json.dumps({"log": str(log), "pid": 0}))
+    (state / "train" / "exit").write_text("1\n")
+    result = run_module("grpo_train_status", {"state_dir": str(state), "job": "train", "run_dir": str(run),
+                                              "checkpoint_dir": str(tmp_path / "c")})
+    assert result["state"] == "failed", result
+    shown = [result["error"]] + list(result["traceback_tail"])
+    assert all(_clean(line) and "pwned" not in line and "hunter2" not in line for line in shown), shown
