@@ -136,3 +136,52 @@ def test_the_weights_plan_shows_the_endpoint_masked(tmp_path):
     result = run_module("model_weights", {"source": "local", "local_dir": str(model), "dest": str(tmp_path / "d"),
                                           "endpoint": "https://u:%s@hub.example.internal" % SECRET})
     assert SECRET not in json.dumps(result), result
+
+
+def _task(path, name):
+    import yaml
+    from conftest import ROOT
+
+    def walk(tasks):
+        for task in tasks or []:
+            if task.get("name") == name and "block" not in task:
+                return task
+            found = walk(task.get("block")) or walk(task.get("rescue"))
+            if found:
+                return found
+        return None
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        return walk(yaml.safe_load(handle))
+
+
+def _render(expression, **values):
+    import jinja2
+    from conftest import ROOT
+
+    sys.path.insert(0, os.path.join(ROOT, "python_plugins", "filter_plugins"))
+    import deps
+    import redaction
+
+    env = jinja2.Environment()
+    env.filters.update(redaction.FilterModule().filters())
+    env.filters.update(deps.FilterModule().filters())
+    return env.from_string(expression).render(**values).strip()
+
+
+def test_tasks_that_hold_a_url_with_a_password_are_not_shown_and_files_are_0600():
+    """The tasks that carry a repository, tarball, find-links or hub URL as it is (facts, a download, the weights
+    plan) turn no_log on, and the plan's mode to 0600, exactly when one holds a credential."""
+    facts = _task("roles/deps_pinning/tasks/preflight.yml", "Preflight | Collect the site's index settings")
+    plain = dict(deps_pinning_verl_repo="https://github.com/volcengine/verl.git", deps_pinning_verl_tarball="",
+                 deps_pinning_find_links=["/wheels"])
+    assert _render(facts["no_log"], **plain) == "False"
+    assert _render(facts["no_log"], **dict(plain, deps_pinning_verl_repo=REPO)) == "True"
+    assert _render(facts["no_log"], **dict(plain, deps_pinning_find_links=["/wheels", LINKS])) == "True"
+    download = _task("roles/deps_pinning/tasks/tarball.yml", "Tarball | Download the tarball")
+    assert _render(download["no_log"], deps_pinning_verl_tarball="https://h/v.tgz?X-Amz-Signature=ab12") == "True"
+    assert _render(download["no_log"], deps_pinning_verl_tarball="https://h/v.tgz") == "False"
+    plan = _task("roles/assets/tasks/fetch.yml", "Weights | Write the plan")
+    endpoint = "https://u:%s@hub.example.internal" % SECRET
+    assert _render(plan["ansible.builtin.copy"]["mode"], assets_hub_endpoint=endpoint) == "0600"
+    assert _render(plan["ansible.builtin.copy"]["mode"], assets_hub_endpoint="https://hf-mirror.com") == "0644"
+    assert _render(plan["no_log"], assets_hub_endpoint=endpoint) == "True"
