@@ -167,4 +167,4 @@ def test_a_settings_message_shows_a_url_masked():
                                ["source[]", "grpo_find_links", ["ftp://u:%s@h/x" % PASSWORD]],
                                ["git", "deps_pinning_verl_repo", "htps://tok123@h x"]])
     assert len(shown) == 3 and not any(PASSWORD in s or "abc" in s or "tok123" in s for s in shown), shown
-    assert shown[0].startswith("deps_pinning_verl_tarball (htp://u:***@x/v.tgz?sig=***) is not a URL")
+    assert shown[0].startswith("deps_pinning_verl_tarball (htp://***@x/v.tgz?sig=***) is not a URL")

@@ -120,7 +120,7 @@ def url_problem(setting, value):
     if value in ("", None):
         return None
     text = str(value)
-    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    shown = secrets.mask_userinfo(secrets.mask_url(text))[0]
     try:
         parts = urlsplit(text)
         ok = ((parts.scheme in ("http", "https") and parts.hostname) or (parts.scheme == "file" and parts.path)) \
@@ -220,7 +220,7 @@ def _url_problem(setting, value, schemes, example):
     from urllib.parse import urlsplit
 
     text = value if isinstance(value, str) else repr(value)
-    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    shown = secrets.mask_userinfo(secrets.mask_url(text))[0]
     try:
         parts = urlsplit(text)
         ok = isinstance(value, str) and parts.scheme in schemes and (parts.hostname or parts.scheme == "file") \
