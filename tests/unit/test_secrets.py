@@ -168,3 +168,14 @@ def test_a_settings_message_shows_a_url_masked():
                                ["git", "deps_pinning_verl_repo", "htps://tok123@h x"]])
     assert len(shown) == 3 and not any(PASSWORD in s or "abc" in s or "tok123" in s for s in shown), shown
     assert shown[0].startswith("deps_pinning_verl_tarball (htp://***@x/v.tgz?sig=***) is not a URL")
+
+
+def test_git_itself_takes_the_password_from_the_helper_in_the_environment(tmp_path):
+    """``git credential fill`` is what git runs before an https request that needs a password: with the
+    environment git_url_env gives, it answers the user and password of the URL, with nothing on any command line
+    and no configuration file (HOME empty)."""
+    _clean, env = secrets.git_url_env("https://builder:%s@git.example.internal/verl.git" % PASSWORD)
+    run_env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path), GIT_CONFIG_NOSYSTEM="1", **env)
+    filled = subprocess.run(["git", "credential", "fill"], env=run_env, capture_output=True, text=True, check=True,
+                            input="protocol=https\nhost=git.example.internal\npath=verl.git\n\n").stdout
+    assert "username=builder\npassword=%s\n" % PASSWORD in filled
