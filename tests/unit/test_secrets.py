@@ -93,7 +93,8 @@ def test_names_that_say_secret(name):
 
 @pytest.mark.parametrize("name", ["PATH", "PYTHONPATH", "RAY_AUTH_TOKEN_PATH", "TOKENIZERS_PARALLELISM",
                                   "max_num_batched_tokens", "HCCL_CONNECT_TIMEOUT", "ASCEND_RT_VISIBLE_DEVICES",
-                                  "RAY_AUTH_MODE", "PATCH_LEVEL", "KEYBOARD", "HF_ENDPOINT"])
+                                  "RAY_AUTH_MODE", "PATCH_LEVEL", "KEYBOARD", "HF_ENDPOINT", "PWD",
+                                  "OLDPWD"])
 def test_names_that_do_not(name):
     assert not secrets.secret_name(name)
 

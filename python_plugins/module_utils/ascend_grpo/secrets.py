@@ -139,7 +139,7 @@ def git_url_env(url, env=None):
 
 # an environment variable whose name says it is secret: HF_TOKEN, HF_AUTH, WANDB_API_KEY, GITHUB_PAT, DB_PASSWORD,
 # AWS_SECRET_ACCESS_KEY, a registry's CREDENTIALS; not max_num_batched_tokens, not RAY_AUTH_TOKEN_PATH
-_SECRET_WORDS = r"TOKEN|KEY|SECRET|PASS|PASSWORD|PASSWD|PWD|PAT|AUTH|CREDENTIALS?|SIGNATURE|COOKIE|SESSION"
+_SECRET_WORDS = r"TOKEN|KEY|SECRET|PASS|PASSWORD|PASSWD|PAT|AUTH|CREDENTIALS?|SIGNATURE|COOKIE"
 _SECRET_NAME = re.compile(r"(?i)^(?:.*[_.-])?(?:%s)(?:[_.-].*)?$" % _SECRET_WORDS)
 _NOT_SECRET_NAME = re.compile(r"(?i)(?:_PATH|_FILE|_DIR|_ENABLED?|_MODE|_TYPE|_KIND|_METHOD|_LEN|_LENGTH|_NUM|_COUNT|"
                                r"_TIMEOUT|_TTL|_HEADER|_NAME)$")
