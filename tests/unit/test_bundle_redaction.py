@@ -50,7 +50,8 @@ def test_values_given_go_wherever_they_appear_also_json_escaped_and_shell_quoted
     ("https://builder:p/ss@w:rd@mirror.example/simple", "https://***@mirror.example/simple"),
     ("https://bucket.s3.amazonaws.com/v.tgz?X-Amz-Credential=AKID%2F1&X-Amz-Signature=fe5f80f7",
      "https://bucket.s3.amazonaws.com/v.tgz?X-Amz-Credential=***&X-Amz-Signature=***"),
-    ("https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b2c", "https://storage.googleapis.com/b/o?X-Goog-Signature=***"),
+    ("https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b2c",
+     "https://storage.googleapis.com/b/o?X-Goog-Signature=***"),
     ("https://a.blob.core.windows.net/c/v?sv=1&sig=Zm9v%3D", "https://a.blob.core.windows.net/c/v?sv=1&sig=***"),
 ])
 def test_url_credentials_and_signatures_go_by_pattern(url, shown):
