@@ -43,6 +43,8 @@ import time
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
+from ascend_grpo import secrets
+
 # Ansible's own role argument check (ansible.playbook.role.Role._prepend_validation_task)
 _VALIDATE_ACTIONS = ("validate_argument_spec", "ansible.builtin.validate_argument_spec",
                      "ansible.legacy.validate_argument_spec")
@@ -71,11 +73,12 @@ def retry_line(host, task_name, res, last=None, now=None, repeat_after=REPEAT_AF
     if res.get("_ansible_no_log"):
         return "  [%s] waiting: %s%s" % (host, task_name, count), None
     if res.get("failed"):
-        msg = str(res.get("msg") or "failed").splitlines()[0][:300]
+        # a job's text: no escape sequence or control character reaches the terminal, no credential is shown
+        msg = secrets.mask_url(secrets.printable(str(res.get("msg") or "failed").splitlines()[0]))[:300]
         return "  [%s] %s: attempt %s failed (%s); trying again" % (host, task_name, attempts or "?", msg), None
     progress = res.get("progress")
     if isinstance(progress, str) and progress.strip():
-        text = progress.strip()[:300]
+        text = secrets.mask_url(secrets.printable(progress, newlines=False)).strip()[:300]
         if last is not None and last[0] == text:
             if now - last[1] < repeat_after:
                 return None, None

@@ -179,7 +179,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import pins, stack, verl_source, workspace
+from ansible.module_utils.ascend_grpo import pins, secrets, stack, verl_source, workspace
 
 
 ARGUMENT_SPEC = dict(
@@ -210,6 +210,8 @@ class DepsRun(object):
     def __init__(self, module):
         self.module, self.p = module, module.params
         p = self.p
+        # a find-links location's or the verl repository's password: out of everything returned, arguments included
+        module.no_log_values.update(secrets.credentials_in([p.get("site"), p.get("source")]))
         # The site's index URLs (they may hold a password) come as options of their own: Ansible masks their values
         # wherever they would appear in this module's result, and they reach pip through its environment, never argv.
         if p["index_url"] or p["extra_index_urls"]:

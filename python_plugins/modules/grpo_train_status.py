@@ -202,7 +202,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, jobs, triage, verl_log, workspace
+from ansible.module_utils.ascend_grpo import evaluation, jobs, secrets, triage, verl_log, workspace
 
 
 def checkpoints(path):
@@ -317,9 +317,12 @@ def look(p):
     elif job["state"] == "failed":
         where = workspace.nearest_existing(p["checkpoint_dir"])
         free = shutil.disk_usage(where).free // (1 << 20) if os.path.isdir(where) else None
-        result["error"] = verl_log.why_it_ended(job.get("exit_status"), parsed.get("error"),
-                                                job["tail"][-1] if job["tail"] else None, saved["saved"], free)
-        result["traceback_tail"] = parsed.get("traceback_tail") or job["tail"][-20:]
+        # the log's text is shown to a person: no control character reaches a terminal, no URL password is shown
+        result["error"] = secrets.mask_url(secrets.printable(verl_log.why_it_ended(
+            job.get("exit_status"), parsed.get("error"), job["tail"][-1] if job["tail"] else None, saved["saved"],
+            free), newlines=False))
+        result["traceback_tail"] = [secrets.mask_url(secrets.printable(line, newlines=False))
+                                    for line in parsed.get("traceback_tail") or job["tail"][-20:]]
         if p["triage"]:
             result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
                                                job.get("exit_status"), free, _run_values(p["run_dir"]),

@@ -95,7 +95,7 @@ reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import math_data
+from ansible.module_utils.ascend_grpo import math_data, secrets
 
 
 # The fix for each field a plan can fail on, naming the assets stage's setting.
@@ -129,6 +129,8 @@ def main():
         supports_check_mode=True,
     )
     spec = dict(module.params)
+    # an endpoint's password: out of everything returned, the echo of the arguments included
+    module.no_log_values.update(secrets.credentials_in(spec.get("endpoint")))
     if spec["source"] == "local":
         spec.update(repo=None, revision=None)
     else:
@@ -141,8 +143,8 @@ def main():
             module.exit_json(changed=True, build="build", reason=step["reason"], rows={})
         result = math_data.build(spec, step)
     except math_data.DataError as err:
-        module.fail_json(msg="%s. Fix: %s" % (str(err).rstrip("."), FIX.get(err.field, FIX["source"]) % {
-            "repo": spec.get("repo")}), field=err.field)
+        module.fail_json(msg=secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
+            err.field, FIX["source"]) % {"repo": spec.get("repo")})), field=err.field)
     module.exit_json(changed=True, build="build", reason=step["reason"], **result)
 
 

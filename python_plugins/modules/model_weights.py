@@ -101,7 +101,7 @@ field:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import weights
+from ansible.module_utils.ascend_grpo import secrets, weights
 
 
 # The fix for each field a plan can fail on, naming the assets stage's setting.
@@ -138,6 +138,9 @@ def main():
         supports_check_mode=True,
     )
     spec = dict(module.params)
+    # an endpoint's password: out of everything returned (the assets stage writes the plan's endpoint from the
+    # setting itself), the echo of the arguments included
+    module.no_log_values.update(secrets.credentials_in(spec.get("endpoint")))
     if spec["source"] == "local":
         spec.update(repo=None, revision=None)
     else:
@@ -145,10 +148,10 @@ def main():
     try:
         step = weights.plan(spec)
     except weights.WeightsError as err:
-        module.fail_json(msg="%s. Fix: %s" % (str(err).rstrip("."), FIX.get(err.field, FIX["source"]) % {
-            "repo": spec.get("repo")}), field=err.field)
+        module.fail_json(msg=secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
+            err.field, FIX["source"]) % {"repo": spec.get("repo")})), field=err.field)
     step.pop("token", None)
-    module.exit_json(changed=False, **step)
+    module.exit_json(changed=False, **secrets.mask_all(step))
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import verl_source
+from ansible.module_utils.ascend_grpo import secrets, verl_source
 
 
 def main():
@@ -143,6 +143,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    # a repository's or a tarball's password: out of everything returned, the echo of the arguments included
+    module.no_log_values.update(secrets.credentials_in(p["source"]))
+    module.no_log_values.update(secrets.credentials_in(p["site"]))
 
     def run(argv, env=None):
         return module.run_command(argv, environ_update=env or {})
@@ -155,7 +158,7 @@ def main():
             urls={"index_url": p["index_url"], "extra_index_urls": p["extra_index_urls"]})
         result = step.converge()
     except verl_source.SourceError as err:
-        module.fail_json(msg=str(err), dest=p["dest"])
+        module.fail_json(msg=secrets.mask_url(str(err)), dest=p["dest"])  # every URL in it masked
     module.exit_json(**result)
 
 

@@ -91,7 +91,7 @@ strip_components:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import source
+from ansible.module_utils.ascend_grpo import secrets, source
 
 
 def main():
@@ -105,10 +105,12 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    # a tarball URL's password or signature: out of everything returned, the echo of the arguments included
+    module.no_log_values.update(secrets.credentials_in(p["origin"]))
     try:
         found = source.prove_tarball(p["path"], p["commit"], p["sha256"], p["origin"] or None)
     except source.TarballError as err:
-        module.fail_json(msg=str(err), tarball=p["path"])
+        module.fail_json(msg=secrets.mask_url(str(err)), tarball=p["path"])
     found.pop("comment")
     # Named tarball, not path: Ansible adds a file's owner and mode to a result that has a path.
     module.exit_json(changed=False, tarball=p["path"], **found)

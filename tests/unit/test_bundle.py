@@ -86,7 +86,9 @@ def test_the_bundle_holds_what_maintainers_ask_for_and_none_of_the_planted_secre
     assert sorted(texts) == result["members"]
     for name, text in texts.items():
         assert [p for p in PLANTED if p in text] == [], name
-    assert result["redacted"] >= 9
+    # each planted value once where it appears: HUB twice (script, log), REGISTRY twice (plog, container), MARKED,
+    # NAMED, RAY, INDEX once; a value taken out by value is not counted again as a secret-named assignment
+    assert result["redacted"] >= 8
     assert "pytest==" in texts["pip-freeze.txt"]  # this Python's own packages
     assert texts["run/latest.log.head"].startswith("config: {'trainer'")
     assert len(texts["run/latest.log.tail"].split("\n")) <= 51 and "step:599 - score:0.1" in texts["run/latest.log.tail"]

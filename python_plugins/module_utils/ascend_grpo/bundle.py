@@ -1,27 +1,33 @@
 """A support bundle: what maintainers ask for when a run fails, in one archive, with every secret taken out.
 
 :func:`redact` takes out, from any text: the secrets given (the hub token, the registry password, the Ray token,
-values of environment variables marked secret; longest first, so a secret that holds another goes whole), the
-credentials of every URL (``https://user:password@host`` -> ``https://***@host``), and the value of every
-``NAME=value`` / ``NAME: value`` whose name says it is secret (TOKEN, PASSWORD, PASSWD, SECRET, API_KEY, ...).
+values of environment variables whose names say secret or that are marked so, the wandb key; longest first, so a
+secret that holds another goes whole), the credentials of every URL whatever they hold (``https://user:pa/ss@host``
+-> ``https://***@host``), signature query parameters, tokens of the well-known shapes (``hf_``, ``ghp_``,
+``github_pat_``, ``AKIA``, ``sk-``, ``xoxb-``, JWTs), and the whole value of every ``NAME=value`` / ``NAME: value``
+whose name says it is secret (ascend_grpo.secrets.secret_name: TOKEN, KEY, SECRET, PASS, PAT, AUTH, ...).
 :func:`write` puts the members into a gzipped tar, each redacted, owner root and mode 0644, and lists them.
 
 Standard library only.
 """
 
 import io
+import json
 import os
 import re
+import shlex
 import tarfile
 import time
 
+from . import secrets as masking
+
 REDACTED = "***"
 MIN_SECRET = 4  # shorter values would take out ordinary words
-_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]+@")
-# a name that ends in a secret word (HF_TOKEN, registry_password): not max_num_batched_tokens, not RAY_AUTH_TOKEN_PATH
-_SECRET_NAME = (r"[A-Za-z0-9_]*"
-                r"(?:TOKEN|PASSWORD|PASSWD|SECRET|SECRET_KEY|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)")
-_SECRET_ASSIGNMENT = re.compile(r"(?i)\b(%s)\b(['\"]?\s*[=:]\s*)(['\"]?)([^\s'\",]+)(\3)" % _SECRET_NAME)
+# NAME=value, NAME: value, "NAME": "value", NAME='a value with spaces': the whole value, quoted or not
+_ASSIGNMENT = re.compile(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(['"]?[ \t]*[=:][ \t]*)"""
+                         r"""(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s'",]+))""")
+# values a secret-named setting holds that are no secret (ray_cluster_auth: token)
+_NOT_SECRET_VALUES = {"token", "none", "true", "false", "yes", "no", "on", "off", "null", "", REDACTED}
 
 
 def secrets_of(values):
@@ -42,24 +48,39 @@ def secrets_of(values):
     return sorted(found, key=lambda s: (-len(s), s))
 
 
+def _forms(secret):
+    """A secret as a text may hold it: as it is, JSON-escaped, shell-quoted."""
+    return [f for f in dict.fromkeys([secret, json.dumps(secret)[1:-1], shlex.quote(secret)]) if f]
+
+
 def redact(text, secrets):
-    """``text`` with the secrets, URL credentials and secret-named assignments replaced by ``***``; and how many
-    replacements were made."""
+    """``text`` with the secrets (by value, longest first, also JSON-escaped or shell-quoted), URL credentials (any
+    characters), signature query parameters, tokens of the well-known shapes and the whole values of secret-named
+    assignments (quoted ones with their spaces) replaced by ``***``; and how many replacements were made."""
     count = 0
     for secret in secrets:
-        if secret in text:
-            count += text.count(secret)
-            text = text.replace(secret, REDACTED)
-    text, n = _URL_CREDENTIALS.subn(lambda m: m.group(1) + REDACTED + "@", text)
+        for form in _forms(secret):
+            if form in text:
+                count += text.count(form)
+                text = text.replace(form, REDACTED)
+    text, n = masking.mask_userinfo(text)
+    count += n
+    masked = masking.mask_url(text)  # the signature parameters (the user part is masked already)
+    count += masked.count(REDACTED) - text.count(REDACTED)
+    text, n = masking.mask_tokens(masked)
     count += n
 
     def assignment(match):
-        if match.group(4) == REDACTED:
+        name, sep = match.group(1), match.group(2)
+        value = next(v for v in (match.group(3), match.group(4), match.group(5)) if v is not None)
+        if not masking.secret_name(name) or value.strip().lower() in _NOT_SECRET_VALUES:
             return match.group(0)
-        return match.group(1) + match.group(2) + match.group(3) + REDACTED + match.group(5)
-    text, n = _SECRET_ASSIGNMENT.subn(assignment, text)
-    count += n
-    return text, count
+        quote = '"' if match.group(3) is not None else "'" if match.group(4) is not None else ""
+        assignment.count += 1
+        return name + sep + quote + REDACTED + quote
+    assignment.count = 0
+    text = _ASSIGNMENT.sub(assignment, text)
+    return text, count + assignment.count
 
 
 def tail(path, max_lines, max_bytes=1 << 20):

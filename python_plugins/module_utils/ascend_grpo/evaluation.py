@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 
-from . import rerun, workspace
+from . import rerun, secrets, workspace
 
 MERGE_MANIFEST = ".grpo-merge.json"
 LATEST = "latest_checkpointed_iteration.txt"
@@ -461,7 +461,7 @@ def render_markdown(report, brief=False):
     ck = report["checkpoint"]
     ref = report["reference"]
     lines = ["# GRPO evaluation: %s" % report["dataset"], "",
-             "Checkpoint: step %s of %s" % (ck.get("step"), ck.get("dir", "?")), ""]
+             "Checkpoint: step %s of %s" % (ck.get("step"), secrets.table_cell(ck.get("dir", "?"))), ""]
     header = "| model | accuracy (%) | correct / problems |"
     rule = "|---|---|---|"
     if ref:
@@ -488,11 +488,13 @@ def render_markdown(report, brief=False):
             lines += ["", "This run differs from the sample's: %s." % "; ".join(ref["differences"])]
     base, trained = report["base"], report["trained"]
     source = base.get("source")
+    # folders' and runs' names escaped: a newline or "|" in one cannot add a line or a row to the report
+    cell = secrets.table_cell
     lines += ["", "Models evaluated:", "",
-              "- base: `%s`%s" % (base.get("model"), ", the weights from `%s`" % source
+              "- base: `%s`%s" % (cell(base.get("model")), ", the weights from `%s`" % cell(secrets.mask_url(source))
                                   if source and source != base.get("model") else ""),
               "- trained: `%s`, step %s of `%s` merged to Hugging Face format" % (
-                  trained.get("model"), ck.get("step"), ck.get("dir", "?"))]
+                  cell(trained.get("model")), ck.get("step"), cell(ck.get("dir", "?")))]
     if report.get("notes"):
         lines += [""] + ["Note: %s" % note for note in report["notes"]]
     settings = report["settings"]

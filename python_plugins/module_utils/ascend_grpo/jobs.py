@@ -23,7 +23,7 @@ import signal
 import subprocess
 import time
 
-from . import workspace
+from . import secrets, workspace
 
 # The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
 # Then what the command left behind in the job's process group goes with it: a driver killed from outside (the OOM
@@ -158,7 +158,8 @@ def status(state_dir, name, tail_lines=40):
         state = "finished"
     else:
         state = "failed"  # a non-zero exit, or killed so hard that no status was written
-    lines = tail(meta["log"], tail_lines)
+    # a job's output is shown to a person: no escape sequence or control character reaches a terminal
+    lines = [secrets.printable(line, newlines=False) for line in tail(meta["log"], tail_lines)]
     return {"name": name, "state": state, "running": running, "exit_status": rc, "pid": meta.get("pid"),
             "started_at": meta.get("started"), "stopped_at": stopped_at, "command": meta.get("command"), "log": meta["log"], "tail": lines,
             "progress": lines[-1].strip() if lines else ""}

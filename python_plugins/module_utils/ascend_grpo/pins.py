@@ -27,7 +27,7 @@ installing the pins after them); the plan lists every such override so it is vis
 import json
 import re
 
-from . import workspace
+from . import secrets, workspace
 
 try:  # the packaging library; before any install a bare environment still has pip's own copy
     from packaging.requirements import InvalidRequirement, Requirement
@@ -426,13 +426,23 @@ _INDEX_OPTIONS = {"--index-url": "PIP_INDEX_URL", "--extra-index-url": "PIP_EXTR
 def index_env(argv, env=None):
     """(argv without its index URLs, env with them as PIP_INDEX_URL / PIP_EXTRA_INDEX_URL): an index URL may hold
     a password, and a command line is visible in ``ps`` to every user of the host; pip reads the same settings from
-    its environment (several extra indexes separated by spaces)."""
+    its environment (several extra indexes separated by spaces). A ``--find-links`` location holding a credential
+    (a password, a signed URL) moves to PIP_FIND_LINKS likewise; pip adds a command line's ``--find-links`` to its
+    environment's, so plain folders stay where they are."""
     out, env = [], dict(env or {})
     extra = [u for u in env.get("PIP_EXTRA_INDEX_URL", "").split() if u]
+    links = [u for u in env.get("PIP_FIND_LINKS", "").split() if u]
     i = 0
     while i < len(argv):
         option = argv[i]
         name, eq, value = option.partition("=")
+        if option in ("--find-links", "-f") and i + 1 < len(argv) and secrets.has_credentials(argv[i + 1]) or \
+                eq and name == "--find-links" and secrets.has_credentials(value):
+            value = value if eq and name == "--find-links" else argv[i + 1]
+            i += 1 if eq and name == "--find-links" else 2
+            if value not in links:
+                links.append(value)
+            continue
         if option in _INDEX_OPTIONS and i + 1 < len(argv):
             name, value, i = option, argv[i + 1], i + 2
         elif eq and name in ("--index-url", "--extra-index-url"):
@@ -447,11 +457,11 @@ def index_env(argv, env=None):
             extra.append(value)
     if extra:
         env["PIP_EXTRA_INDEX_URL"] = " ".join(extra)
+    if links:
+        env["PIP_FIND_LINKS"] = " ".join(links)
     return out, env
 
 
 def mask_url(text):
-    """``text`` with the credentials of every URL in it masked: the password (``https://user:***@host/simple``), or
-    a user name alone, which is often a token (``https://***@host/simple``)."""
-    text = re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@", r"\1:***@", str(text))
-    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+@", r"\1***@", text)
+    """``text`` with the credentials of every URL in it masked: the one masking function, ascend_grpo.secrets."""
+    return secrets.mask_url(text)

@@ -26,6 +26,8 @@ Standard library only (the controller's filters use it).
 
 import re
 
+from . import secrets
+
 # Matched whole (fullmatch): with re.match, "$" also matches before a final newline, and "qwen\n" passed.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -120,7 +122,7 @@ def url_problem(setting, value):
     if value in ("", None):
         return None
     text = str(value)
-    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    shown = secrets.mask_userinfo(secrets.mask_url(text))[0]
     try:
         parts = urlsplit(text)
         ok = ((parts.scheme in ("http", "https") and parts.hostname) or (parts.scheme == "file" and parts.path)) \
@@ -220,7 +222,7 @@ def _url_problem(setting, value, schemes, example):
     from urllib.parse import urlsplit
 
     text = value if isinstance(value, str) else repr(value)
-    shown = re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+    shown = secrets.mask_userinfo(secrets.mask_url(text))[0]
     try:
         parts = urlsplit(text)
         ok = isinstance(value, str) and parts.scheme in schemes and (parts.hostname or parts.scheme == "file") \
@@ -360,7 +362,7 @@ def problems(checks):
         for index, item in enumerate(value if many else [value]):
             problem = _ONE[base]("%s[%d]" % (setting, index) if many else setting, item, *extra)
             out += [problem] if problem else []
-    return out
+    return [secrets.mask_url(problem) for problem in out]  # a value shown in a message never shows a password
 
 
 # The prefixes of this package's settings: a variable a user sets with one of them names a setting of ours.

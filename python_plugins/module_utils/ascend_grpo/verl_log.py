@@ -34,7 +34,7 @@ import signal
 import time
 from datetime import datetime
 
-from . import workspace
+from . import secrets, workspace
 
 # Short name in a summary -> verl's metric key (as printed in the step lines of verl@634bd935).
 METRICS = {
@@ -661,6 +661,11 @@ _NPU_COLUMN = ("NPU", lambda row: row.get("npu") or "-", False)
 _RAY_COLUMN = ("RAY", lambda row: row.get("ray") or "-", False)
 
 
+def _job_text(text):
+    """A job's text (a log's error line, its last line) on one line, fit for a terminal, credentials masked."""
+    return secrets.mask_url(secrets.printable(text, newlines=False))
+
+
 def render_table(rows):
     """A fixed-width table of per-host statuses (:func:`summary` dicts plus "host" and, optionally, "npu": a
     summary of the NPU cards as a str), one row each in the given order.
@@ -676,7 +681,8 @@ def render_table(rows):
     """
     columns = (_TABLE + ((_RAY_COLUMN,) if any(row.get("ray") for row in rows) else ())
                + ((_NPU_COLUMN,) if any(row.get("npu") for row in rows) else ()))
-    cells = [[render(row) for _, render, _ in columns] for row in rows]
+    # a name (a host, a state) shown escaped: it cannot add a row or a column, nor reach the terminal raw
+    cells = [[secrets.table_cell(render(row)) for _, render, _ in columns] for row in rows]
     lines = workspace.text_table([header for header, _, _ in columns], cells,
                                  right={i for i, (_, _, right) in enumerate(columns) if right})
     out = lines[:2]
@@ -692,13 +698,13 @@ def render_table(rows):
                 _at_cell(row.get("best_val_score"), row.get("best_val_step")), row.get("validations") or 0,
                 row["val_metric"]))
         if row.get("tensorboard"):
-            out.append("    tensorboard: %s" % row["tensorboard"])
+            out.append("    tensorboard: %s" % _job_text(row["tensorboard"]))
         if row.get("error"):
-            out.append("    error: %s" % row["error"])
+            out.append("    error: %s" % _job_text(row["error"]))
         if row.get("why"):
-            out.append("    why: %s" % row["why"])
+            out.append("    why: %s" % _job_text(row["why"]))
         if row.get("fix"):
-            out.append("    fix: %s" % row["fix"])
+            out.append("    fix: %s" % _job_text(row["fix"]))
     return "\n".join(out)
 
 
@@ -796,12 +802,14 @@ def render_compare(rows):
     metric of each row whose metric is not the first row's."""
     ordered = sorted(rows, key=lambda row: (row.get("best_val_score") is None, -(row.get("best_val_score") or 0),
                                             row.get("project") or "", row.get("experiment") or ""))
-    cells = [[render(row) for _, render, _ in _COMPARE] for row in ordered]
+    # run folders' names shown escaped: a name with a newline or "|" cannot add a row or a column
+    cells = [[secrets.table_cell(render(row)) for _, render, _ in _COMPARE] for row in ordered]
     lines = workspace.text_table([header for header, _, _ in _COMPARE], cells,
                                  right={i for i, (_, _, right) in enumerate(_COMPARE) if right})
     metrics = [row.get("val_metric") for row in ordered if row.get("val_metric")]
     if metrics:
-        lines.append("validation: %s" % metrics[0])
-        lines += ["  %s: %s" % (row.get("experiment"), row["val_metric"]) for row in ordered
+        lines.append("validation: %s" % secrets.table_cell(metrics[0]))
+        lines += ["  %s: %s" % (secrets.table_cell(row.get("experiment")), secrets.table_cell(row["val_metric"]))
+                  for row in ordered
                   if row.get("val_metric") and row["val_metric"] != metrics[0]]
     return "\n".join(lines)

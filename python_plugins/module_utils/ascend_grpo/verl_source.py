@@ -20,7 +20,7 @@ import os
 import time
 import zipfile
 
-from . import pins, stack
+from . import pins, secrets, stack
 
 STAMP = "verl-source.json"
 KINDS = ("git", "registry", "tarball", "path")
@@ -29,7 +29,10 @@ REPLACED_TIME = "%Y%m%dT%H%M%S"  # UTC, in the name an old tree is moved aside t
 
 
 class SourceError(Exception):
-    """A refusal; the message names the setting to change and what was left as it was."""
+    """A refusal; the message names the setting to change and what was left as it was, every URL in it masked."""
+
+    def __init__(self, message):
+        super().__init__(secrets.mask_url(message))
 
 
 def read_stamp(state_dir):
@@ -52,7 +55,7 @@ def describe(held):
     """'registry 0.5.0', 'tarball /upstream/verl.tar.gz', 'git 634bd93...': a stamp in a message."""
     held = held or {}
     what = held.get("tarball") or held.get("release") or held.get("commit") or held.get("path") or ""
-    return ("%s %s" % (held.get("kind") or "another", what)).strip()
+    return secrets.mask_url(("%s %s" % (held.get("kind") or "another", what)).strip())
 
 
 def _tail(*texts, limit=400):
@@ -85,13 +88,16 @@ def git_fetch_commit(run, tree, repo, commit):
     servers that allow it serve even when no branch reaches it). None, or why not."""
     if _has_commit(run, tree, commit):
         return None
-    rc, out, err = run(["git", "-C", tree, "fetch", "--quiet", "--tags", repo, "+refs/heads/*:refs/remotes/origin/*"])
+    url, env = secrets.git_url_env(repo)  # a password reaches git through its environment, never its argv
+    rc, out, err = run(["git", "-C", tree, "fetch", "--quiet", "--tags", url, "+refs/heads/*:refs/remotes/origin/*"],
+                       env)
     if rc != 0:
-        return _tail(err, out) or "git fetch failed (rc %d)" % rc
+        return secrets.mask_url(_tail(err, out) or "git fetch failed (rc %d)" % rc)
     if not _has_commit(run, tree, commit):
-        rc, out, err = run(["git", "-C", tree, "fetch", "--quiet", repo, commit])
+        rc, out, err = run(["git", "-C", tree, "fetch", "--quiet", url, commit], env)
         if rc != 0 or not _has_commit(run, tree, commit):
-            return "commit %s is not in %s (%s)" % (commit, repo, _tail(err, out) or "no branch or tag reaches it")
+            return secrets.mask_url("commit %s is not in %s (%s)" % (
+                commit, url, _tail(err, out) or "no branch or tag reaches it"))
     return None
 
 
@@ -103,9 +109,10 @@ def git_checkout(run, tree, commit):
 
 def git_clone(run, repo, dest, commit):
     """Clone ``repo`` into ``dest`` (which must not exist) at ``commit``. None, or why not."""
-    rc, out, err = run(["git", "clone", "--quiet", "--no-checkout", repo, dest])
+    url, env = secrets.git_url_env(repo)  # the clone's remote keeps no password either
+    rc, out, err = run(["git", "clone", "--quiet", "--no-checkout", url, dest], env)
     if rc != 0:
-        return _tail(err, out) or "git clone failed (rc %d)" % rc
+        return secrets.mask_url(_tail(err, out) or "git clone failed (rc %d)" % rc)
     return git_fetch_commit(run, dest, repo, commit) or git_checkout(run, dest, commit)
 
 
@@ -281,6 +288,7 @@ class SourceStep(object):
         argv = [self.python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                 "--disable-pip-version-check", "-d", dl] + pins.index_args({}, None, self.site) + ["verl==" + release]
         env = pins.index_env(pins.index_args({}, None, {k: v for k, v in self.urls.items() if v}))[1]
+        argv, env = pins.index_env(argv, env)  # a find-links location with a credential, too
         rc, out, err = self.run(argv, env)
         if rc != 0 or not self._wheels():
             shown = [pins.mask_url(a) for a in pins.index_args({}, None, dict(self.site, **{
@@ -348,19 +356,19 @@ class SourceStep(object):
                 tmp = stamp_path + ".tmp"
                 with open(tmp, "w", encoding="utf-8") as handle:
                     json.dump(self.want, handle, sort_keys=True)
-                os.chmod(tmp, 0o644)
+                os.chmod(tmp, secrets.record_mode(self.want))  # a URL with a password: 0600
                 os.replace(tmp, stamp_path)
             self._did("stamp %s" % stamp_path)
         commit = git_head(self.run, self.dest) if self.kind == "git" and not self.check_mode else head_before
         if self.kind == "git" and self.check_mode and self.changed:
             commit = self.want.get("commit")  # what it would be
-        return {
+        return secrets.mask_all({
             "changed": self.changed, "dest": self.dest, "source": self.want, "held": self.held,
             "switched": self.switch, "replaced": self.replaced, "tree": tree,
             "commit": commit, "actions": self.actions,
             "diff": {"before": _diff_text(self.held, head_before), "after": _diff_text(self.want, commit),
                      "before_header": stamp_path, "after_header": stamp_path},
-        }
+        })
 
 
 def _diff_text(stamp, commit):

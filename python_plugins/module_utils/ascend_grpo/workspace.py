@@ -12,11 +12,10 @@ import errno
 import hashlib
 import json
 import os
-import secrets
 import stat
 import time
 
-from . import rerun
+from . import rerun, secrets
 
 STAGES = ("container", "deps", "patch", "assets", "cluster", "train", "eval")
 ISO_TIME = "%Y-%m-%dT%H:%M:%S%z"
@@ -62,10 +61,12 @@ def read_json(path, default=None):
         return default
 
 
-def write_json(path, data, indent=2, root=None):
+def write_json(path, data, indent=2, root=None, mode=None):
     """Write ``data`` to ``path`` atomically (a reader never sees half a file); returns whether it changed.
-    ``root``: as :func:`write_text`'s."""
-    return write_text(path, json.dumps(data, indent=indent, sort_keys=True) + "\n", root=root)[0]
+    ``root``: as :func:`write_text`'s. By default 0644, or 0600 when ``data`` holds a credential (a URL with a
+    password: secrets.record_mode)."""
+    return write_text(path, json.dumps(data, indent=indent, sort_keys=True) + "\n", root=root,
+                      mode=secrets.record_mode(data) if mode is None else mode)[0]
 
 
 # Writes never follow a link. The host's stages write as root into the workspace the container also writes in as
@@ -231,7 +232,7 @@ def write_text(path, text, mode=0o644, backup=False, check_mode=False, root=None
         kept = backup_path(path) if backup and before is not None else None
         if check_mode:
             return True, kept
-        tmp = ".%s.%s" % (name, secrets.token_hex(4))
+        tmp = ".%s.%s" % (name, os.urandom(4).hex())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=folder_fd)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
