@@ -4,7 +4,7 @@
   starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
-- ``count``: a whole number at least a minimum (a wait in minutes, say);
+- ``count``: a whole number at least a minimum and at most a maximum, where its use has one (a port, minutes);
 - ``path``: an absolute path with no control character and no ``..`` part;
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
@@ -131,11 +131,17 @@ def url_problem(setting, value):
                                                                                                     shown)
 
 
-def count_problem(setting, value, minimum=0):
+def count_problem(setting, value, minimum=0, maximum=None):
+    """A whole number from ``minimum`` to ``maximum`` (None: no upper bound), the range its use allows: a port
+    1-65535, minutes that become seconds or retries a week at most, so an overflow or a wait of centuries is refused
+    here rather than where the number is used."""
     text = "" if isinstance(value, bool) else str(value).strip()
-    if text.lstrip("+").isdigit() and int(text) >= minimum:
+    if text.lstrip("+").isdigit() and int(text) >= minimum and (maximum is None or int(text) <= maximum):
         return None
-    return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+    if maximum is None:
+        return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+    return "%s (%r) must be a whole number from %d to %d" % (setting, value, minimum, maximum)
+
 
 
 def shell_exports(mapping):
@@ -269,7 +275,7 @@ _ONE = {
     "secret": _secret_problem,
     "size": _size_problem,
     "sha256": _sha256_problem,
-    "count": lambda setting, value, minimum=0: count_problem(setting, value, minimum),
+    "count": lambda setting, value, minimum=0, maximum=None: count_problem(setting, value, minimum, maximum),
     # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'
     "ref": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,254}"),
                             "a commit, branch, tag or release (letters, digits, '.', '_', '-', '+', '/')", "main"),
@@ -323,7 +329,8 @@ KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
 
 
 def problems(checks):
-    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum];
+    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum,
+    maximum], both optional;
     mounts: [kind, setting, value, allow_host_access]). A kind ending in ``?`` lets an empty value (the setting
     off) by; ``[]`` checks each entry of a list (``urls`` is ``url[]``)."""
     out = []
