@@ -41,7 +41,8 @@ def test_a_typo_in_a_prefix_is_refused_naming_the_prefix(known):
 @pytest.mark.parametrize("name", ["ansible_host", "ansible_user", "ansible_become_password", "inventory_hostname",
                                   "group_names", "groups", "playbook_dir", "http_proxy", "https_proxy", "no_proxy",
                                   "asset_tag", "group_name", "docker_users", "ntp_servers", "timezone", "sim_root",
-                                  "drill_train_overrides", "_private_fact"])
+                                  "drill_train_overrides", "_private_fact", "discovered_interpreter_python",
+                                  "module_setup", "gather_subset"])
 def test_ansibles_own_and_ordinary_inventory_names_are_not_refused(known, name):
     assert settings.unknown_settings([name], known) == []
     assert settings.user_set_internal([name], known) == []
