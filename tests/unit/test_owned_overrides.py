@@ -70,3 +70,21 @@ def test_the_train_stage_refuses_a_dashboard_on_every_interface_before_anything(
     assert "grpo_train_overrides sets ray_kwargs.ray_init.dashboard_host" in msg
     assert "grpo_train_overrides sets trainer.default_local_dir" in msg and "grpo_train_checkpoint_dir" in msg
     assert os.listdir(tmp_path) == ["grpo_train.yml"]  # nothing made
+
+
+def test_a_profile_file_of_your_own_cannot_set_them_either_the_packages_own_profiles_may(tmp_path):
+    """A run profile of one's own (grpo_train_profiles naming a file) is one more layer of overrides."""
+    builtin = os.path.join(ROOT, "roles", "grpo_train", "files", "profiles")
+    own = tmp_path / "mine.yml"
+    data = {"overrides": {"ray_kwargs": {"ray_init": {"dashboard_host": "0.0.0.0"}}, "trainer": {"total_epochs": 1}}}
+    own.write_text(yaml.safe_dump(data))
+    (problem,) = overrides.owned_in_profiles([{"name": "mine", "path": str(own), "data": data}], builtin)
+    assert problem.startswith("grpo_train_profiles (the profile file %s) sets ray_kwargs.ray_init.dashboard_host"
+                              % own)
+    packaged = []
+    for name in sorted(os.listdir(builtin)):
+        with open(os.path.join(builtin, name), encoding="utf-8") as handle:
+            packaged.append({"name": name, "path": os.path.join(builtin, name), "data": yaml.safe_load(handle)})
+    # the simulated host's overlay turns the dashboard off and sets its own card count: the package's choice
+    assert any(overrides.owned_problems((p["data"] or {}).get("overrides") or {}) for p in packaged)
+    assert overrides.owned_in_profiles(packaged, builtin) == []

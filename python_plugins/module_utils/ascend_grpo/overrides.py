@@ -192,6 +192,21 @@ def owned_problems(user_overrides, setting="grpo_train_overrides"):
     return out
 
 
+def owned_in_profiles(profiles, builtin_dir):
+    """:func:`owned_problems` for the run profiles of the user's own files (``{name, path, data}`` as the stage
+    loads them): a profile file of one's own is one more layer of overrides. The package's profiles (those in
+    ``builtin_dir``) set what they set on purpose (the simulated host's overlay turns Ray's dashboard off)."""
+    out = []
+    builtin = os.path.realpath(builtin_dir)
+    for profile in profiles or []:
+        path = str(profile.get("path", ""))
+        if os.path.dirname(os.path.realpath(path)) == builtin:
+            continue
+        out += owned_problems((profile.get("data") or {}).get("overrides") or {},
+                              "grpo_train_profiles (the profile file %s)" % path)
+    return out
+
+
 def _quote(text):
     """``text`` as a single-quoted Hydra string."""
     doubled = _BACKSLASHES_BEFORE_QUOTE.sub(lambda match: match.group(1) * 2, text)
