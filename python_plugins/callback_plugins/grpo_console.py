@@ -16,7 +16,8 @@ description:
     (the cluster stage with one NPU host), where the default says that no host matched.
   - The argument checks Ansible adds in front of every role (C(Validating arguments against arg spec)) print
     nothing when they pass; a failing one prints as usual. So does the check in front of C(site.yml) that the
-    inventory lists NPU hosts (C(Require an inventory with NPU hosts)).
+    inventory lists NPU hosts (C(Require an inventory with NPU hosts)), and the one after it that no name the
+    package sets itself was set by the user.
   - A task run with C(async) and C(poll) (the deps stage's install) prints that it is still
     working, with the time it has taken, once a minute, instead of an C(ASYNC POLL) line per poll.
   - With C(-v) or more every line of the default output is printed as well.
@@ -51,7 +52,8 @@ _VALIDATE_ACTIONS = ("validate_argument_spec", "ansible.builtin.validate_argumen
 _VALIDATE_NAME = "Validating arguments against arg spec"
 # The package's own check in front of the chain (site.yml: an inventory with NPU hosts), as quiet as Ansible's
 _ASSERT_ACTIONS = ("assert", "ansible.builtin.assert", "ansible.legacy.assert")
-_QUIET_CHECKS = ("Require an inventory with NPU hosts",)
+_QUIET_CHECKS = ("Require an inventory with NPU hosts", "Refuse a name the package sets itself, set in the inventory "
+                 "or with -e")
 # An unchanged progress line is shown again after this many seconds, so a long quiet step still shows life.
 REPEAT_AFTER_S = 60.0
 

@@ -50,8 +50,15 @@ def unknown_settings(names):
     return settings.unknown_settings(list(names), _KNOWN)
 
 
+def user_set_internal(names):
+    """``{{ names | user_set_internal }}``: a problem for each name the package sets itself (a stage's fact, a
+    derived option) among ``names``, the variables the inventory and -e set, before any task set one."""
+    unknown_settings([])  # loads _KNOWN
+    return settings.user_set_internal(list(names), _KNOWN)
+
+
 class FilterModule:
     def filters(self):
         return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment,
                 "shell_word": shell_word,
-                "unknown_settings": unknown_settings}
+                "unknown_settings": unknown_settings, "user_set_internal": user_set_internal}

@@ -36,6 +36,18 @@ def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
     return found
 
 
+def train_owned_overrides(user_overrides):
+    """``{{ grpo_train_overrides | train_owned_overrides }}``: the user's overrides of what the run script sets itself
+    (Ray's dashboard, the checkpoint folder, the trackers...), each naming the setting to use (overrides.OWNED)."""
+    return overrides.owned_problems(user_overrides)
+
+
+def train_profile_owned(profiles, builtin_dir):
+    """``{{ grpo_train_profiles | grpo_profiles(...) | train_profile_owned(role_path ~ '/files/profiles') }}``: the
+    same refusal for a run profile file of the user's own (overrides.owned_in_profiles)."""
+    return overrides.owned_in_profiles(profiles, builtin_dir)
+
+
 def train_wait_minutes(override_list, wait_minutes, validation_minutes):
     """``{{ grpo_train_override_list | train_wait_minutes(wait, validation) }}``: the first step's wait in minutes,
     with the validation before training's allowance when the run validates first (overrides.first_step_wait_minutes)."""
@@ -148,4 +160,5 @@ class FilterModule:
                 "cluster_node_view": cluster_node_view, "train_tracking": train_tracking,
                 "train_logger_problems": train_logger_problems, "tensorboard_bind": tensorboard_bind,
                 "tensorboard_view": tensorboard_view, "train_launch_plan": train_launch_plan,
-                "train_wait_minutes": train_wait_minutes, "tensorboard_ssh_target": tensorboard_ssh_target}
+                "train_wait_minutes": train_wait_minutes, "tensorboard_ssh_target": tensorboard_ssh_target,
+                "train_owned_overrides": train_owned_overrides, "train_profile_owned": train_profile_owned}

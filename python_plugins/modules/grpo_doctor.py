@@ -76,6 +76,20 @@ options:
     description: The output of C(npu-smi info) on the host (empty when there is none).
     type: str
     default: ""
+  npu_smi_rc:
+    description:
+      - The exit status of C(npu-smi info) on the host (Ansible's command gives 2 for a command that does not exist).
+        Not 0, the doctor fails a row naming C(npu_container_npu_smi), never "not on this host".
+    type: int
+    default: 0
+  npu_smi_error:
+    description: What C(npu-smi info) (or Ansible, for a command that does not exist) said when it did not run.
+    type: str
+    default: ""
+  npu_smi_command:
+    description: The npu-smi that ran (C(grpo_npu_smi)), named in the failure.
+    type: str
+    default: npu-smi
   cluster_address:
     description: The Ray cluster the run attaches to (C(host:port)); empty for the run's own Ray.
     type: str
@@ -191,9 +205,12 @@ def container_start():
 
 def installed_state(module, python):
     """The Python's distributions as the folders say (a pip install or uninstall changes them)."""
-    rc, out, _err = module.run_command([python, "-c", "import json, site, sysconfig; "
-                                        "print(json.dumps(sorted({sysconfig.get_paths()['purelib'], "
-                                        "sysconfig.get_paths()['platlib']})))"])
+    try:
+        rc, out, _err = module.run_command([python, "-c", "import json, site, sysconfig; "
+                                            "print(json.dumps(sorted({sysconfig.get_paths()['purelib'], "
+                                            "sysconfig.get_paths()['platlib']})))"], handle_exceptions=False)
+    except OSError:  # no such Python: the probe says so, as a failure naming grpo_common_python
+        return None
     if rc != 0:
         return None
     dists = []
@@ -217,6 +234,11 @@ def run_probe(module, p, req, env_path):
         facts = json.loads(last[0]) if rc == 0 and last else None
     except ValueError:
         facts = None
+    if facts is None and rc == 127:
+        # bash's "command not found": the stack's Python itself is missing, a setting to fix, not a broken stack
+        return {"error": "the stack's Python (grpo_common_python: %s) could not run: it does not exist in the "
+                         "training environment; it comes from npu_container_stack_venv (grpo_stack_venv) and the deps "
+                         "stage installs it" % p["python"]}
     if facts is None:
         tail = " | ".join((err or out or "").strip().splitlines()[-3:])
         return {"error": "the stack's Python did not answer in the run's environment (exit status %s): %s" % (
@@ -232,6 +254,8 @@ def main():
             overrides=dict(type="list", elements="str", default=[]), pins=dict(type="dict", default={}),
             accept=dict(type="list", elements="str", default=[]), cards=dict(type="list", elements="int", default=[]),
             in_container=dict(type="bool", default=False), scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
+            npu_smi_rc=dict(type="int", default=0), npu_smi_error=dict(type="str", default=""),
+            npu_smi_command=dict(type="str", default="npu-smi"),
             cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
             when=dict(type="str", choices=["always", "changed"], default="always"),
             inventory=dict(type="str", default="")),
@@ -266,7 +290,8 @@ def main():
         facts = before["facts"]
     expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"],
               "in_container": p["in_container"], "scripts": p["scripts"],
-              "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"]}
+              "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"],
+              "npu_smi_error": doctor.tool_error(p["npu_smi_command"], p["npu_smi_rc"], p["npu_smi_error"])}
     rows = doctor.evaluate(facts, expect)
     passed = not any(r["status"] == "fail" for r in rows)
     result = {"fingerprint": stamp, "passed": passed, "summary": doctor.summary(rows), "rows": rows, "facts": facts,

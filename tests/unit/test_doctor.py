@@ -353,3 +353,36 @@ def test_a_tracker_without_its_package_fails_before_the_run_starts():
     run = doctor.run_settings({"trainer.logger": "['console','mlflow','swanlab']"})
     row = by_check(doctor.evaluate(healthy(), expect(run=dict(RUN, loggers=run["loggers"]))))["trackers"]
     assert row["status"] == "fail" and row["detail"].endswith(": mlflow not installed in the stack")
+
+
+# issue 44: a misspelt npu_container_npu_smi ran no npu-smi, and the doctor said "not on this host" and passed.
+# Ansible's command module answers a command that does not exist with rc 2 and "[Errno 2] No such file or directory".
+def test_an_npu_smi_that_cannot_run_is_a_failure_naming_its_setting_not_absent():
+    error = doctor.tool_error("/usr/local/sbin/npu-smii", 2, "[Errno 2] No such file or directory: b'/usr/local/sbin/npu-smii'")
+    rows = doctor.evaluate(healthy(), expect(npu_smi=None, npu_smi_error=error))
+    row = by_check(rows)["npu-smi"]
+    assert row["status"] == "fail"
+    assert "/usr/local/sbin/npu-smii info could not run (exit status 2)" in row["detail"]
+    assert "No such file or directory" in row["detail"]
+    assert "npu_container_npu_smi" in row["fix"]
+    assert not [r for r in rows if r["status"] == "absent" and r["check"] == "free HBM"]
+    assert doctor.tool_error("npu-smi", 0, "") == ""
+
+
+def test_the_module_fails_when_npu_smi_did_not_run(tmp_path):
+    params = dict(_module_params(tmp_path, "export VLLM_ASCEND_ENABLE_NZ=0\n"), npu_smi="", npu_smi_rc=2,
+                  npu_smi_error="[Errno 2] No such file or directory: b'npu-smi'", npu_smi_command="npu-smi")
+    result = run_module("grpo_doctor", params)
+    row = by_check(result["rows"])["npu-smi"]
+    assert (row["status"], result["passed"]) == ("fail", False)
+    assert "npu_container_npu_smi" in row["fix"]
+
+
+def test_a_stack_python_that_does_not_exist_is_a_failure_naming_its_setting(tmp_path):
+    params = dict(_module_params(tmp_path, "export VLLM_ASCEND_ENABLE_NZ=0\n"),
+                  python=str(tmp_path / "venvs" / "stack" / "bin" / "python"))
+    result = run_module("grpo_doctor", params)
+    assert result["passed"] is False
+    row = result["rows"][0]
+    assert row["check"] == "the training environment's Python"
+    assert "grpo_common_python: %s" % params["python"] in row["detail"]

@@ -242,8 +242,23 @@ def numbering_rows(facts, cards, in_container, inventory=""):
                  % rerun.command("container", inventory))]
 
 
-def hbm_rows(smi, cards, utilization):
-    """Free HBM on each of the run's cards against what vLLM takes at start (gpu_memory_utilization of the card)."""
+def tool_error(command, rc, stderr):
+    """Why a tool the doctor runs on the host (``npu-smi info``) could not run, or "" when it ran: a command that
+    does not exist (Ansible's "No such file or directory", the shell's 127) or that failed."""
+    if rc in (0, "0", None, ""):
+        return ""
+    said = " ".join(str(stderr or "").split())[:300]
+    return "%s info could not run (exit status %s)%s" % (command, rc, (": " + said) if said else "")
+
+
+def hbm_rows(smi, cards, utilization, smi_error=""):
+    """Free HBM on each of the run's cards against what vLLM takes at start (gpu_memory_utilization of the card).
+    ``smi_error`` (:func:`tool_error`): npu-smi itself could not run, a failure naming its setting, never "not on
+    this host" (a misspelt npu_container_npu_smi passed the doctor)."""
+    if smi_error:
+        return [_row("npu-smi", "fail", smi_error,
+                     "set npu_container_npu_smi to the NPU host's npu-smi (command -v npu-smi there, e.g. "
+                     "/usr/local/sbin/npu-smi) and rerun the container stage, which checks it and hands it on")]
     if not smi or not smi.get("cards"):
         return [_row("free HBM", "absent", "%s: npu-smi printed no card table" % ABSENT)]
     try:
@@ -400,7 +415,7 @@ def tracker_rows(facts, run):
 def evaluate(facts, expect):
     """Rows for every check. ``expect``: pins, accept (pins accepted to drift), run ({run_settings}), cards (the
     run's cards, the host's numbers), in_container (the environment is a container), scripts
-    (grpo_train_env_scripts), npu_smi (parsed, or None), cluster (bool), inventory (the -i words of the commands a
+    (grpo_train_env_scripts), npu_smi (parsed, or None), npu_smi_error (:func:`tool_error`), cluster (bool), inventory (the -i words of the commands a
     fix names, :func:`rerun.inventory_args`; empty, a placeholder)."""
     inventory = expect.get("inventory") or ""
     if facts.get("error"):
@@ -411,7 +426,7 @@ def evaluate(facts, expect):
     return (version_rows(facts, expect.get("pins") or {}, expect.get("accept") or (), inventory)
             + numbering_rows(facts, cards, bool(expect.get("in_container")), inventory)
             + ascend_rows(facts, expect.get("scripts") or [])
-            + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"))
+            + hbm_rows(expect.get("npu_smi"), cards, run.get("utilization"), expect.get("npu_smi_error") or "")
             + env_rows(facts, run)
             + ray_rows(facts, run, cards, bool(expect.get("cluster")), inventory)
             + reward_rows(facts, run, inventory)

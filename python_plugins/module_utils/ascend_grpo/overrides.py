@@ -142,6 +142,71 @@ def _flatten_into(mapping, path, plus, flat):
             flat.append((("+" if has_plus else "") + dotted, value))
 
 
+# What the run script sets itself from a setting that checks it (or that the package owns outright): a user's
+# override of it would bypass that check, so it is refused naming the setting to use. Ray's dashboard and job API
+# run code for anyone who reaches them (CVE-2023-48022); verl passes ray_kwargs.ray_init to ray.init() whole
+# (verl/trainer/main_ppo.py at the guide's commit), so these keys would widen it or point the run elsewhere.
+_DASHBOARD = ("the package keeps Ray's dashboard and its job API on loopback (one host: verl's own Ray never "
+              "widens it; several hosts: ray_cluster_dashboard and ray_cluster_dashboard_port)")
+OWNED = {
+    "ray_kwargs.ray_init.include_dashboard": _DASHBOARD,
+    "ray_kwargs.ray_init.dashboard_host": _DASHBOARD,
+    "ray_kwargs.ray_init.dashboard_port": _DASHBOARD,
+    "ray_kwargs.ray_init.address": "the cluster stage attaches the run to its Ray (grpo_cluster_head); one host: "
+                                   "verl starts its own",
+    "ray_kwargs.ray_init._node_ip_address": "the cluster stage gives each node its address (ray_cluster_interface, "
+                                            "ray_cluster_head_address)",
+    "ray_kwargs.ray_init._redis_password": "the cluster stage sets Ray's authentication",
+    "ray_kwargs.ray_init._system_config": "the cluster stage pins Ray's ports and authentication (ray_cluster_*)",
+    "trainer.default_local_dir": "set grpo_train_checkpoint_dir (checked, and counted by the disk checks)",
+    "trainer.logger": "set grpo_train_loggers (it also places each tracker's files in the workspace)",
+    "trainer.project_name": "set grpo_train_project (a folder name, checked)",
+    "trainer.experiment_name": "set grpo_train_experiment (a folder name, checked)",
+    "trainer.nnodes": "it comes from the inventory (one node per NPU host)",
+    "trainer.n_gpus_per_node": "set npu_container_visible_devices (the cards each host gives the run)",
+}
+
+
+def _override_paths(mapping, prefix=()):
+    """``(path, value)`` for every key of a nested mapping, each path a tuple of segments without Hydra's '+'."""
+    for key, value in mapping.items():
+        path = prefix + tuple(_bare(part) for part in str(key).split("."))
+        yield path, value
+        if isinstance(value, Mapping):
+            yield from _override_paths(value, path)
+
+
+def owned_problems(user_overrides, setting="grpo_train_overrides"):
+    """One problem for each key of the user's overrides that the run script sets itself (:data:`OWNED`): the key
+    itself (any value, null included: null would remove the package's value), or a key above it given a value that
+    is not a mapping (it would replace the whole subtree)."""
+    if not isinstance(user_overrides, Mapping):
+        return []
+    out = []
+    for path, value in _override_paths(user_overrides):
+        for owned, use in OWNED.items():
+            target = tuple(owned.split("."))
+            if path == target or (target[:len(path)] == path and not isinstance(value, Mapping)):
+                out.append("%s sets %s%s: the run script sets it itself; %s"
+                           % (setting, ".".join(path), "" if path == target else " (which holds %s)" % owned, use))
+    return out
+
+
+def owned_in_profiles(profiles, builtin_dir):
+    """:func:`owned_problems` for the run profiles of the user's own files (``{name, path, data}`` as the stage
+    loads them): a profile file of one's own is one more layer of overrides. The package's profiles (those in
+    ``builtin_dir``) set what they set on purpose (the simulated host's overlay turns Ray's dashboard off)."""
+    out = []
+    builtin = os.path.realpath(builtin_dir)
+    for profile in profiles or []:
+        path = str(profile.get("path", ""))
+        if os.path.dirname(os.path.realpath(path)) == builtin:
+            continue
+        out += owned_problems((profile.get("data") or {}).get("overrides") or {},
+                              "grpo_train_profiles (the profile file %s)" % path)
+    return out
+
+
 def _quote(text):
     """``text`` as a single-quoted Hydra string."""
     doubled = _BACKSLASHES_BEFORE_QUOTE.sub(lambda match: match.group(1) * 2, text)

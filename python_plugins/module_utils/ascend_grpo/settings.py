@@ -4,7 +4,7 @@
   starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
-- ``count``: a whole number at least a minimum (a wait in minutes, say);
+- ``count``: a whole number at least a minimum and at most a maximum, where its use has one (a port, minutes);
 - ``path``: an absolute path with no control character and no ``..`` part;
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
@@ -135,11 +135,17 @@ def url_problem(setting, value):
                                                                                                     shown)
 
 
-def count_problem(setting, value, minimum=0):
+def count_problem(setting, value, minimum=0, maximum=None):
+    """A whole number from ``minimum`` to ``maximum`` (None: no upper bound), the range its use allows: a port
+    1-65535, minutes that become seconds or retries a week at most, so an overflow or a wait of centuries is refused
+    here rather than where the number is used."""
     text = "" if isinstance(value, bool) else str(value).strip()
-    if text.lstrip("+").isdigit() and int(text) >= minimum:
+    if text.lstrip("+").isdigit() and int(text) >= minimum and (maximum is None or int(text) <= maximum):
         return None
-    return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+    if maximum is None:
+        return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+    return "%s (%r) must be a whole number from %d to %d" % (setting, value, minimum, maximum)
+
 
 
 def shell_exports(mapping):
@@ -285,7 +291,7 @@ _ONE = {
     "secret": _secret_problem,
     "size": _size_problem,
     "sha256": _sha256_problem,
-    "count": lambda setting, value, minimum=0: count_problem(setting, value, minimum),
+    "count": lambda setting, value, minimum=0, maximum=None: count_problem(setting, value, minimum, maximum),
     # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'
     "ref": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,254}"),
                             "a commit, branch, tag or release (letters, digits, '.', '_', '-', '+', '/')", "main"),
@@ -339,7 +345,8 @@ KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
 
 
 def problems(checks):
-    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum];
+    """Every problem of ``checks``: a list of [kind, setting, value] (count: [kind, setting, value, minimum,
+    maximum], both optional;
     mounts: [kind, setting, value, allow_host_access]). A kind ending in ``?`` lets an empty value (the setting
     off) by; ``[]`` checks each entry of a list (``urls`` is ``url[]``)."""
     out = []
@@ -374,17 +381,22 @@ def project_names(root):
     """What the project itself knows, read from its files (no list kept by hand): ``settings``, every option of
     the roles' meta/argument_specs.yml and every default; ``internal``, every name its roles and playbooks set
     (set_fact, register, add_host); ``refused``, the names a stage refuses by name itself (``X is not defined``,
-    the settings it replaced, which keep their own "was replaced by" message)."""
+    the settings it replaced, which keep their own "was replaced by" message); ``derived``, the documented options
+    whose text says the project sets them ("Derived, not a setting to change", "Set by the container stage")."""
     import glob
     import os
 
     import yaml
 
-    settings, internal, refused = set(), set(), set()
+    settings, internal, refused, derived = set(), set(), set(), set()
     for path in glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml")):
         with open(path, encoding="utf-8") as handle:
             for entry in ((yaml.safe_load(handle) or {}).get("argument_specs") or {}).values():
-                settings.update((entry or {}).get("options") or {})
+                options = (entry or {}).get("options") or {}
+                settings.update(options)
+                # documented, but the project's to set: "Derived, not a setting to change", "Set by the ... stage"
+                derived.update(name for name, spec in options.items()
+                               if _DERIVED.match(" ".join(str((spec or {}).get("description", "")).split())))
     for path in glob.glob(os.path.join(root, "roles", "*", "defaults", "main.yml")):
         with open(path, encoding="utf-8") as handle:
             settings.update(yaml.safe_load(handle) or {})
@@ -410,7 +422,10 @@ def project_names(root):
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             walk(yaml.safe_load(handle))
-    return {"settings": settings, "internal": internal, "refused": refused}
+    return {"settings": settings, "internal": internal, "refused": refused, "derived": derived}
+
+
+_DERIVED = re.compile(r"(Derived, not a setting to change|Set by the [a-z]+ stage)")
 
 
 # Settings that were replaced by another (one setting for one thing): the old name is refused naming the new one and
@@ -424,13 +439,70 @@ RENAMED = {
 }
 
 
+# Names a user's inventory may hold that are no setting of ours, however close they look: Ansible's own (ansible_*
+# and its magic variables), private ones (a leading '_'), the simulated host's and its drills'.
+_NOT_OURS = ("ansible_", "_", "sim_", "drill_", "molecule_")
+_ANSIBLE_MAGIC = frozenset(("group_names", "groups", "hostvars", "inventory_dir", "inventory_file",
+                            "inventory_hostname", "inventory_hostname_short", "omit", "play_hosts", "playbook_dir",
+                            "role_name", "role_names", "role_path", "environment", "vars"))
+_ADD_HOST_ARGS = frozenset(("name", "host", "hostname", "groups", "group", "groupname"))
+# How alike (difflib's ratio) a name must be to a setting, or its start to one of the longer prefixes, to be taken
+# for a misspelling of it: one or two letters dropped, doubled or swapped in a name of 15 or more.
+_CLOSE = 0.85
+
+
+def close_to_ours(name, known):
+    """The settings (or, failing those, the prefix) ``name`` is close to, when it has none of our prefixes: a typo
+    such as ``grp_train_project`` or ``npu_contianer_name`` would otherwise be ignored as a variable of the user's
+    own. Empty for Ansible's names, private ones, the simulated host's, and any name not close to ours."""
+    import difflib
+
+    if not isinstance(name, str) or name.startswith(PREFIXES) or name.startswith(_NOT_OURS) \
+            or name in _ANSIBLE_MAGIC:
+        return []
+    close = difflib.get_close_matches(name, sorted(known["settings"]), n=3, cutoff=_CLOSE)
+    if close:
+        return close
+    # the short prefixes (grpo_, assets_) are too like ordinary words (group_, asset_) to judge by the start alone
+    return [prefix for prefix in PREFIXES if len(prefix) >= 9
+            and difflib.SequenceMatcher(None, name[:len(prefix)], prefix).ratio() >= _CLOSE][:1]
+
+
+def user_set_internal(names, known):
+    """The names the project sets itself (set_fact, register, add_host; an option documented as derived or set by a
+    stage) among ``names``, the variables the inventory and -e set before any task ran: one problem each. Set by a
+    user, such a name would override what a stage found (a cluster's token authentication said on when it is off);
+    it is never a setting."""
+    own = {name for name in set(known["internal"]) - set(known["settings"])
+           # Ansible's own (a connection the container stage gives a host) and add_host's parameters
+           if not name.startswith("ansible_") and name not in _ANSIBLE_MAGIC and name not in _ADD_HOST_ARGS}
+    own |= set(known.get("derived", ()))
+    return ["%s is set by the package itself (what a stage found or derived), not a setting: remove it from the "
+            "inventory or -e" % name for name in sorted(n for n in names if n in own)]
+
+
+def _respelt(name, close):
+    """The name a typo in its prefix meant (``grp_train_project`` -> ``grpo_train_project``); a setting as it is."""
+    if close not in PREFIXES:
+        return close
+    parts = name.split("_", close.count("_"))
+    return close + parts[-1] if len(parts) > close.count("_") else close
+
+
 def unknown_settings(names, known):
     """The names with one of our prefixes that are neither a setting, nor set by the project itself, nor refused by
-    their own stage: one problem each, naming the closest settings."""
+    their own stage, and the names without one that are close to a setting or a prefix of ours (a typo in the
+    prefix): one problem each, naming the closest settings."""
     import difflib
 
     out = []
     for name in sorted(names):
+        close = close_to_ours(name, known) if name not in known["internal"] else []
+        if close:
+            out.append("%s is not a setting of any stage, so it would be ignored, and it is close to %s: did you mean "
+                       "%s? (a variable of your own: give it a name not so like the package's)"
+                       % (name, " or ".join(close), _respelt(name, close[0])))
+            continue
         if not (isinstance(name, str) and name.startswith(PREFIXES)):
             continue
         if name in known["settings"] or name in known["internal"] or name in known["refused"]:
