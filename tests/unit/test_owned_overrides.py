@@ -36,6 +36,12 @@ def test_verl_passes_every_ray_init_key_to_ray_init(upstream_634):
     ({"trainer": {"default_local_dir": None}}, "trainer.default_local_dir", "grpo_train_checkpoint_dir"),
     ({"trainer": {"logger": ["console", "wandb"]}}, "trainer.logger", "grpo_train_loggers"),
     ({"trainer": {"experiment_name": "../../x"}}, "trainer.experiment_name", "grpo_train_experiment"),
+    # verl at 634bd935 (_generated_ppo_trainer.yaml): trust_remote_code under actor_rollout_ref.model, data,
+    # critic.model and reward_model.model, false by default; on, a model folder's own code runs (issue 44)
+    ({"actor_rollout_ref": {"model": {"trust_remote_code": True}}}, "actor_rollout_ref.model.trust_remote_code",
+     "grpo_trust_remote_code"),
+    ({"data": {"trust_remote_code": True}}, "data.trust_remote_code", "grpo_trust_remote_code"),
+    ({"critic": {"model": {"trust_remote_code": True}}}, "critic.model.trust_remote_code", "grpo_trust_remote_code"),
 ])
 def test_an_override_of_what_the_package_owns_is_refused_naming_the_setting(user, key, setting):
     problems = overrides.owned_problems(user)

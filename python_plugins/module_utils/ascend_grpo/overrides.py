@@ -148,6 +148,8 @@ def _flatten_into(mapping, path, plus, flat):
 # (verl/trainer/main_ppo.py at the guide's commit), so these keys would widen it or point the run elsewhere.
 _DASHBOARD = ("the package keeps Ray's dashboard and its job API on loopback (one host: verl's own Ray never "
               "widens it; several hosts: ray_cluster_dashboard and ray_cluster_dashboard_port)")
+_TRUST = ("set grpo_trust_remote_code (the assets and eval stages then let a model's own code through as well; "
+          "without it, a folder that carries code is refused)")
 OWNED = {
     "ray_kwargs.ray_init.include_dashboard": _DASHBOARD,
     "ray_kwargs.ray_init.dashboard_host": _DASHBOARD,
@@ -162,6 +164,11 @@ OWNED = {
     "trainer.logger": "set grpo_train_loggers (it also places each tracker's files in the workspace)",
     "trainer.project_name": "set grpo_train_project (a folder name, checked)",
     "trainer.experiment_name": "set grpo_train_experiment (a folder name, checked)",
+    # a model folder may carry code (auto_map, *.py) that transformers runs when this is on (issue 44)
+    "actor_rollout_ref.model.trust_remote_code": _TRUST,
+    "data.trust_remote_code": _TRUST,
+    "critic.model.trust_remote_code": _TRUST,
+    "reward_model.model.trust_remote_code": _TRUST,
     "trainer.nnodes": "it comes from the inventory (one node per NPU host)",
     "trainer.n_gpus_per_node": "set npu_container_visible_devices (the cards each host gives the run)",
 }
