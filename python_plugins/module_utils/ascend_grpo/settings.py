@@ -110,6 +110,27 @@ def _what(source, danger):
         "%s (which holds %s)" % (source, named)
 
 
+# The networks every Docker engine has (``default`` is the bridge); any other name must exist before a container
+# joins it.
+DOCKER_BUILTIN_NETWORKS = ("", "bridge", "default", "host", "none")
+
+
+def docker_network_problem(setting, name, info):
+    """The Docker network a container joins, checked before the running container is touched: Docker refuses a
+    network that does not exist only when it creates the container, after the running one is removed. ``info`` is
+    community.docker.docker_network_info's result for ``name`` ({} or a skipped result when the engine was not asked:
+    an engine that does not answer is its own problem)."""
+    info = info if isinstance(info, dict) else {}
+    if name in DOCKER_BUILTIN_NETWORKS or info.get("exists") or not info or info.get("skipped"):
+        return None
+    if info.get("failed"):
+        return ("%s (%r): the Docker engine could not say whether this network exists (%s): fix that, or set %s to "
+                "one of %s" % (setting, name, info.get("msg", "no answer"), setting,
+                               ", ".join(n for n in DOCKER_BUILTIN_NETWORKS if n)))
+    return ("%s (%r) names a Docker network that does not exist on this host: create it first (docker network create "
+            "%s), or set %s to host, bridge, or a network `docker network ls` lists" % (setting, name, name, setting))
+
+
 def url_problem(setting, value):
     """A package index URL: empty (off), or http(s)://host[/path] (file:///path for a local index); shown with its
     credentials masked."""
@@ -242,8 +263,32 @@ def _git_problem(setting, value):
 
 def _size_problem(setting, value):
     if isinstance(value, (str, int)) and not isinstance(value, bool) and _SIZE.fullmatch(str(value)):
-        return None
+        if size_bytes(value) <= INT64_MAX:
+            return None
+        return ("%s (%r) is more bytes than Docker takes (a signed 64-bit number, at most 2^63-1 bytes, about 8 EiB): "
+                "Docker would refuse it only when it makes the container, after the running one is removed; give a "
+                "size that fits, e.g. 8g" % (setting, value))
     return "%s (%r) must be a size: a whole number with an optional unit b, k, m or g, e.g. 8g" % (setting, value)
+
+
+# Docker keeps sizes (HostConfig.ShmSize, Memory, ...) as Go int64 bytes and refuses a larger number when it
+# decodes the create request.
+INT64_MAX = 2 ** 63 - 1
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size_bytes(value):
+    """A size setting (``8g``) in bytes as the Docker modules convert it before they ask the engine (Ansible's
+    human_to_bytes: the number as a float times the binary unit, rounded, so 9223372036854775807 becomes 2^63);
+    None when it is no size."""
+    text = "" if isinstance(value, bool) else str(value)
+    if not _SIZE.fullmatch(text):
+        return None
+    unit = text[-1].lower() if text[-1].isalpha() else ""
+    try:
+        return int(round(float(text[:len(text) - len(unit)]) * _UNITS[unit]))
+    except OverflowError:  # more digits than a float holds: far past any 64-bit number
+        return INT64_MAX + 1
 
 
 def _sha256_problem(setting, value):
