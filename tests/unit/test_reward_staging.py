@@ -33,10 +33,10 @@ def test_a_new_reward_that_fails_its_scoring_leaves_the_old_one_byte_for_byte(tm
                         (BROKEN, "failed to score an answer")):
         result = run_module("reward_function", dict(params, content=text))
         assert result.get("failed"), result
+        assert tree_snapshot(str(ws)) == before  # no staging copy, no backup, the proof as it was
+        assert (ws / "reward" / "math_reward.py").read_text() == REWARD
         assert words in result["msg"] and "assets_reward_src" in result["msg"]
         assert "the one there is kept as it was" in result["msg"]
-        assert tree_snapshot(str(ws)) == before  # no staging copy, no backup, the proof as it was
-    assert (ws / "reward" / "math_reward.py").read_text() == REWARD
 
 
 def test_a_failing_reward_never_reaches_a_workspace_that_had_none(tmp_path):
@@ -46,8 +46,9 @@ def test_a_failing_reward_never_reaches_a_workspace_that_had_none(tmp_path):
     result = run_module("reward_function", {"content": BAD, "dest": str(ws / "reward" / "math_reward.py"),
                                             "python": sys.executable, "workspace": str(ws),
                                             "state_dir": str(ws / ".grpo")})
-    assert result.get("failed") and "scored 0.500" in result["msg"]
+    assert result.get("failed")
     assert tree_snapshot(str(ws)) == before
+    assert "scored 0.500" in result["msg"]
 
 
 def test_a_new_reward_that_scores_replaces_the_old_one_keeping_it(tmp_path):
