@@ -4,7 +4,8 @@
   starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
-- ``count``: a whole number at least a minimum (a wait in minutes, say);
+- ``count``: a whole number at least a minimum (a wait in minutes, say); ``port``: a TCP port, from a minimum (1, or
+  1024) to 65535;
 - ``path``: an absolute path with no control character and no ``..`` part;
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
@@ -157,6 +158,15 @@ def count_problem(setting, value, minimum=0):
     if text.lstrip("+").isdigit() and int(text) >= minimum:
         return None
     return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
+
+
+def port_problem(setting, value, minimum=1):
+    """A TCP port: a whole number from ``minimum`` (1; 1024 where the port is also opened by a user who is not
+    root, as an SSH forward's local end) to 65535, the largest a TCP port can be."""
+    text = "" if isinstance(value, bool) else str(value).strip()
+    if text.isdigit() and minimum <= int(text) <= 65535:
+        return None
+    return "%s (%r) must be a TCP port, a whole number from %d to 65535" % (setting, value, minimum)
 
 
 def shell_exports(mapping):
@@ -315,6 +325,7 @@ _ONE = {
     "size": _size_problem,
     "sha256": _sha256_problem,
     "count": lambda setting, value, minimum=0: count_problem(setting, value, minimum),
+    "port": lambda setting, value, minimum=1: port_problem(setting, value, minimum),
     # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'
     "ref": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,254}"),
                             "a commit, branch, tag or release (letters, digits, '.', '_', '-', '+', '/')", "main"),
