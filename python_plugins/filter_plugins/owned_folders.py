@@ -18,7 +18,8 @@ def owned_folder_problems(values, own, user=None):
         _TEXTS.update(owned_folders.defaults(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))))))
     values = dict(values)
-    for name in owned_folders.owned(_TEXTS) - set(values):
+    # every setting a default may name (the project and experiment in the run's folder), as the user set it
+    for name in set(_TEXTS) - set(values):
         try:
             if user is not None and name in user:
                 values[name] = user[name]

@@ -108,3 +108,17 @@ def test_the_stage_refuses_it_before_anything_changes(tmp_path, role, extra, wor
     assert task == "Preflight | Refuse a path setting on a folder the package keeps for something else", msg
     assert words.format(ws=ws) in msg, msg
     assert tree_snapshot(str(ws)) == before
+
+
+def test_another_stages_folder_is_rendered_with_what_the_user_set(tmp_path):
+    """The eval stage does not have the train stage's defaults: grpo_train_dir is its default rendered with the
+    project and experiment the user set."""
+    ws = _workspace(tmp_path)
+    before = tree_snapshot(str(ws))
+    done = run_role(tmp_path, "grpo_eval", {"grpo_workspace": str(ws), "grpo_train_project": "p",
+                                            "grpo_train_experiment": "e", "grpo_eval_dir": str(ws / "runs" / "p" / "e")})
+    assert done.returncode != 0
+    (_host, task, msg), = done.failed
+    assert task == "Preflight | Refuse a path setting on a folder the package keeps for something else", msg
+    assert "it is the folder grpo_train_dir names" in msg
+    assert tree_snapshot(str(ws)) == before
