@@ -122,3 +122,17 @@ def test_another_stages_folder_is_rendered_with_what_the_user_set(tmp_path):
     assert task == "Preflight | Refuse a path setting on a folder the package keeps for something else", msg
     assert "it is the folder grpo_train_dir names" in msg
     assert tree_snapshot(str(ws)) == before
+
+
+def test_a_folder_set_empty_is_off_but_verls_tree_is_the_workspaces():
+    """deps_pinning_venv empty: no venv (the environment's own Python), so no folder; deps_pinning_verl_path empty:
+    verl's tree is <workspace>/verl (workspace.verl_dir), which is still a folder the deps stage owns."""
+    paths = owned_folders.resolve(TEXTS, owned_folders.owned(TEXTS),
+                                  {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "", "deps_pinning_venv": "",
+                                   "deps_pinning_verl_path": ""})
+    assert "deps_pinning_venv" not in paths and "grpo_stack_venv" not in paths
+    assert paths["deps_pinning_verl_path"] == "/data/grpo/verl"
+    (problem,) = owned_folders.problems(["grpo_eval_venv"], {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "",
+                                                             "deps_pinning_verl_path": "",
+                                                             "grpo_eval_venv": "/data/grpo/verl"}, TEXTS)
+    assert "it is the folder deps_pinning_verl_path names" in problem

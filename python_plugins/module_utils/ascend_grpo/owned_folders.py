@@ -76,15 +76,17 @@ def resolve(texts, names, values):
     def value(name):
         if name in out:
             return out[name]
-        if name in values and values[name] not in (None, "") or name not in texts or name in busy:
-            given = values.get(name)
-            out[name] = given if isinstance(given, str) and given else None
-            if out[name] is None and name in EMPTY_MEANS and name in values:
-                out[name] = _render(EMPTY_MEANS[name], value)
-            return out[name]
-        busy.add(name)
-        out[name] = _render(texts[name], value)
-        busy.discard(name)
+        given = values.get(name)
+        if isinstance(given, str) and given:
+            out[name] = given
+        elif name in busy or name not in texts:  # a loop of defaults, or no default: unknown
+            out[name] = None
+        elif name in values and name not in EMPTY_MEANS:  # set empty: off (deps_pinning_venv: no venv)
+            out[name] = None
+        else:  # its default (an empty value with a meaning of its own, EMPTY_MEANS, is in texts)
+            busy.add(name)
+            out[name] = _render(texts[name], value)
+            busy.discard(name)
         return out[name]
 
     for name in names:
