@@ -184,3 +184,25 @@ def test_a_network_that_does_not_exist_fails_the_stage_before_anything_changes(t
     assert task == "Preflight | Require a running Docker engine and a ready NPU host"
     assert "npu_container_network ('grpo-net') names a Docker network that does not exist" in msg
     assert any("/networks" in path for _method, path in requests), requests
+
+
+def test_two_mounts_on_one_container_path_are_refused_naming_both():
+    """Docker refuses a duplicate mount point (and a mount on /) only when it creates the container."""
+    entries = [["npu_container_driver_dir", "/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro"],
+               ["npu_container_workspace", "/data/grpo:/data/grpo"],
+               ["npu_container_extra_volumes", "/srv/cache:/data/grpo/"], ["npu_container_extra_volumes", "/srv/x:/"],
+               ["npu_container_extra_volumes", "/srv/ok:/data/grpo/cache"]]
+    assert settings.problems([["mount_targets", "npu_container_extra_volumes", entries]]) == [
+        "npu_container_extra_volumes: '/srv/cache:/data/grpo/' mounts onto /data/grpo in the container, where "
+        "npu_container_workspace already mounts '/data/grpo:/data/grpo': Docker refuses two mounts on one path (a "
+        "duplicate mount point): give another container path",
+        "npu_container_extra_volumes: '/srv/x:/' mounts onto / in the container, which Docker refuses: give another "
+        "container path"]
+
+
+def test_an_extra_mount_on_the_driver_path_fails_the_stage_before_anything_changes(tmp_path, host, engine):
+    task, msg, _ = _stage(tmp_path, host, engine,
+                          npu_container_extra_volumes=[str(host / "add-ons") + ":/usr/local/Ascend/driver:ro"])
+    assert task == "Preflight | Check every setting of the stage (names, paths, environment variables, mounts)"
+    assert "mounts onto /usr/local/Ascend/driver in the container, where npu_container_driver_dir already mounts" \
+        in msg, msg

@@ -104,6 +104,34 @@ def mount_problems(setting, volumes, allow_host_access=False):
     return out
 
 
+def mount_target_problems(setting, entries):
+    """The container paths of all the container's mounts (``entries``: [setting, '/host:/container[:ro]'] for the
+    built-in ones and each extra one), which Docker refuses only when it creates the container, after the running
+    one is removed: two mounts on one container path ("Duplicate mount point"), or one on ``/``. ``setting`` names
+    the list in a malformed call."""
+    import posixpath
+
+    if not isinstance(entries, list):
+        return ["%s is a list of [setting, mount] pairs, not %r" % (setting, entries)]
+    out, seen = [], {}
+    for named, entry in entries:
+        parts = str(entry).split(":")
+        if len(parts) < 2 or not parts[1].startswith("/"):
+            continue  # not a mount: mount_problems names it
+        target = posixpath.normpath(parts[1])
+        target = "/" if target == "//" else target
+        if target == "/":
+            out.append("%s: %r mounts onto / in the container, which Docker refuses: give another container path"
+                       % (named, entry))
+        elif target in seen:
+            out.append("%s: %r mounts onto %s in the container, where %s already mounts %r: Docker refuses two "
+                       "mounts on one path (a duplicate mount point): give another container path"
+                       % (named, entry, target, seen[target][0], seen[target][1]))
+        else:
+            seen[target] = (named, entry)
+    return out
+
+
 def _what(source, danger):
     """What a dangerous mount hands over: the Docker socket, or the folder (and what it holds)."""
     named = "the Docker socket" if danger.endswith("docker.sock") else danger
@@ -373,7 +401,8 @@ def _mapping_problems(setting, value):
                                                % (setting, value)]
 
 
-_MANY = {"env": env_problems, "mounts": mount_problems, "kwargs": _kwargs_problems,
+_MANY = {"env": env_problems, "mounts": mount_problems, "mount_targets": mount_target_problems,
+         "kwargs": _kwargs_problems,
          "resources": _resources_problems, "mapping": _mapping_problems}
 KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
 
