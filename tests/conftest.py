@@ -107,9 +107,10 @@ def playbook(*args, env=None):
     return playrun.run(args[0], *args[1:], env=env, timeout=900)
 
 
-def run_role(tmp_path, role, extra, *args):
+def run_role(tmp_path, role, extra, *args, env=None):
     """One stage's role alone on this machine, as a training environment the container stage described
-    (``grpo_env_ready``, ``grpo_workspace`` = ``tmp_path``, this Python), through :func:`playbook`."""
+    (``grpo_env_ready``, ``grpo_workspace`` = ``tmp_path``, this Python), through :func:`playbook` (``env``: more of
+    the environment ansible-playbook runs in)."""
     import json
 
     book = tmp_path / ("%s.yml" % role)
@@ -119,7 +120,7 @@ def run_role(tmp_path, role, extra, *args):
                   "grpo_visible_devices": [0],
                   "ansible_python_interpreter": sys.executable}, **extra)
     return playbook(str(book), "-i", "localhost,", "-e", json.dumps(extra), *args,
-                    env={"ANSIBLE_ROLES_PATH": os.path.join(ROOT, "roles")})
+                    env=dict(env or {}, ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles")))
 
 
 def run_module(name, params, check=False, env=None, own_processes=False):
@@ -155,3 +156,24 @@ def sim_host():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
 
+
+
+def tree_snapshot(*roots):
+    """Every path under ``roots`` (links not followed) with its mode, size and sha256 (a link: its target), to
+    compare a host's and a workspace's trees before and after a stage that must change nothing."""
+    import hashlib
+
+    seen = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in [folder] + [os.path.join(folder, n) for n in dirs + files]:
+                st = os.lstat(name)
+                if os.path.islink(name):
+                    what = "-> " + os.readlink(name)
+                elif os.path.isfile(name):
+                    with open(name, "rb") as handle:
+                        what = hashlib.sha256(handle.read()).hexdigest()
+                else:
+                    what = ""
+                seen[name] = (oct(st.st_mode), st.st_size if not os.path.isdir(name) else 0, what)
+    return seen

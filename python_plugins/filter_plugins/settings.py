@@ -36,6 +36,13 @@ def shell_comment(text):
     return settings.shell_comment(text)
 
 
+def docker_network_problems(info, setting, name):
+    """``{{ _seen | docker_network_problems('npu_container_network', npu_container_network) }}``: [] when the network
+    a container joins exists (or is one every engine has), else one problem naming the setting and the fix."""
+    problem = settings.docker_network_problem(setting, name, info)
+    return [problem] if problem else []
+
+
 _KNOWN = {}
 
 
@@ -60,5 +67,5 @@ def user_set_internal(names):
 class FilterModule:
     def filters(self):
         return {"setting_problems": setting_problems, "shell_exports": shell_exports, "shell_comment": shell_comment,
-                "shell_word": shell_word,
+                "shell_word": shell_word, "docker_network_problems": docker_network_problems,
                 "unknown_settings": unknown_settings, "user_set_internal": user_set_internal}

@@ -2,17 +2,22 @@
 
 - :func:`plan` (read-only, the assets stage's preflight): the destination's folder is writable, or can be made in
   the workspace; the file defines the function training will call. Each problem names the setting to change.
-- :func:`deploy`: writes the file (a copy that differs, someone's edit, is kept as ``<file>.bak-<time>``) and scores
-  a right and a wrong answer the way verl calls the function, in a fresh process of the training environment's
-  Python. The proof is kept (``<state_dir>/reward-check.json``, by the file's sha256, the Python and the installed
-  stack's digest), so a rerun with nothing changed does not score again.
+- :func:`deploy`: scores a right and a wrong answer the way verl calls the function, in a fresh process of the
+  training environment's Python, from a staging copy in the state folder; only a file that scores then replaces the
+  workspace's (a copy that differs, someone's edit, is kept as ``<file>.bak-<time>``), so a new reward that fails
+  leaves the one training uses as it was, byte for byte. The proof is kept (``<state_dir>/reward-check.json``, by
+  the file's sha256, the Python and the installed stack's digest), so a rerun with nothing changed does not score
+  again.
 
 Standard library only.
 """
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 
 from . import workspace
 from .train_rules import defines
@@ -68,45 +73,66 @@ def stack_digest(state_dir):
             "python_version": deps.get("python_version")}
 
 
-def score(python, dest, name, timeout=300):
-    """Score a right and a wrong answer with the deployed file, as verl's trainer loads it."""
+def score(python, dest, name, timeout=300, shown=None):
+    """Score a right and a wrong answer with the file ``dest``, as verl's trainer loads it; ``shown`` names it in the
+    problems (a staging copy is named for the file it would become)."""
     argv = [python, "-c", SCORE_SCRIPT, dest, name, json.dumps([ANSWER_TEXT, RIGHT, WRONG, TRUTH])]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise RewardError("%s: the reward check could not run with %s: %s" % (dest, python, err)) from err
+        raise RewardError("%s: the reward check could not run with %s: %s" % (shown or dest, python, err)) from err
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-12:])
         raise RewardError("%s failed to score an answer with %s (assets_reward_src / assets_reward_name):\n%s"
-                          % (dest, python, tail))
+                          % (shown or dest, python, tail))
     try:
         scores = json.loads(done.stdout.strip().splitlines()[-1])
         right, wrong = float(scores["right"]), float(scores["wrong"])
     except (ValueError, KeyError, IndexError, TypeError) as err:
-        raise RewardError("%s printed no scores (%r): fix the file (assets_reward_src)" % (dest, done.stdout[-300:])) \
-            from err
+        raise RewardError("%s printed no scores (%r): fix the file (assets_reward_src)"
+                          % (shown or dest, done.stdout[-300:])) from err
     if not (right > 0.9 and wrong == 0.0):
         raise RewardError("%s scored %.3f for a right and %.3f for a wrong answer (want > 0.9 and 0): fix the file "
-                          "(assets_reward_src) or assets_reward_name." % (dest, right, wrong))
+                          "(assets_reward_src) or assets_reward_name." % (shown or dest, right, wrong))
     return {"right": right, "wrong": wrong}
 
 
+def score_staged(text, dest, name, python, state_dir):
+    """Score ``text`` from a staging copy in ``state_dir`` (named as ``dest``, which is not touched), then remove
+    the copy: a reward that fails to score never replaces the one there."""
+    os.makedirs(state_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="reward-staging-", dir=state_dir)
+    try:
+        path = os.path.join(staging, os.path.basename(dest))
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        try:
+            return score(python, path, name, shown="the new %s (not put in place: the one there is kept as it was)"
+                         % dest)
+        except RewardError as err:
+            raise RewardError(str(err).replace(path, dest)) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False):
-    """Put the file in place (keeping a differing copy) and prove it scores; returns what happened."""
+    """Prove the file scores (from a staging copy), then put it in place (keeping a differing copy); returns what
+    happened."""
     action = plan(text, dest, name, workspace_dir)
     result = {"deploy": action, "backup": None, "scored": False, "scores": None}
     if check_mode:
         return result
-    if action != "none":
-        _, result["backup"] = workspace.write_text(dest, text, backup=True)
     stamp_path = os.path.join(state_dir, "reward-check.json")
-    stamp = {"file": dest, "sha256": workspace.sha256_file(dest), "name": name, "python": python,
-             "stack": stack_digest(state_dir)}
+    stamp = {"file": dest, "sha256": hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),
+             "name": name, "python": python, "stack": stack_digest(state_dir)}
     kept = workspace.read_json(stamp_path) or {}
     if {k: kept.get(k) for k in stamp} == stamp and kept.get("scores"):
         result["scores"] = kept["scores"]
-        return result
-    result["scores"] = score(python, dest, name)
-    result["scored"] = True
-    workspace.write_json(stamp_path, dict(stamp, scores=result["scores"], checked_at=workspace.now_iso()))
+    else:
+        result["scores"] = score_staged(text, dest, name, python, state_dir)
+        result["scored"] = True
+    if action != "none":
+        _, result["backup"] = workspace.write_text(dest, text, backup=True)
+    if result["scored"]:
+        workspace.write_json(stamp_path, dict(stamp, scores=result["scores"], checked_at=workspace.now_iso()))
     return result

@@ -4,7 +4,8 @@
   starting with a letter or digit, so it can neither leave its folder (``..``, ``/``) nor make nested ones;
 - ``env``: a mapping whose keys become environment variables: POSIX names (letters, digits, ``_``; not starting
   with a digit);
-- ``count``: a whole number at least a minimum and at most a maximum, where its use has one (a port, minutes);
+- ``count``: a whole number at least a minimum and at most a maximum, where its use has one (minutes, retries);
+  ``port``: a TCP port, from a minimum (1, or 1024) to 65535;
 - ``path``: an absolute path with no control character and no ``..`` part;
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
@@ -107,11 +108,60 @@ def mount_problems(setting, volumes, allow_host_access=False):
     return out
 
 
+def mount_target_problems(setting, entries):
+    """The container paths of all the container's mounts (``entries``: [setting, '/host:/container[:ro]'] for the
+    built-in ones and each extra one), which Docker refuses only when it creates the container, after the running
+    one is removed: two mounts on one container path ("Duplicate mount point"), or one on ``/``. ``setting`` names
+    the list in a malformed call."""
+    import posixpath
+
+    if not isinstance(entries, list):
+        return ["%s is a list of [setting, mount] pairs, not %r" % (setting, entries)]
+    out, seen = [], {}
+    for named, entry in entries:
+        parts = str(entry).split(":")
+        if len(parts) < 2 or not parts[1].startswith("/"):
+            continue  # not a mount: mount_problems names it
+        target = posixpath.normpath(parts[1])
+        target = "/" if target == "//" else target
+        if target == "/":
+            out.append("%s: %r mounts onto / in the container, which Docker refuses: give another container path"
+                       % (named, entry))
+        elif target in seen:
+            out.append("%s: %r mounts onto %s in the container, where %s already mounts %r: Docker refuses two "
+                       "mounts on one path (a duplicate mount point): give another container path"
+                       % (named, entry, target, seen[target][0], seen[target][1]))
+        else:
+            seen[target] = (named, entry)
+    return out
+
+
 def _what(source, danger):
     """What a dangerous mount hands over: the Docker socket, or the folder (and what it holds)."""
     named = "the Docker socket" if danger.endswith("docker.sock") else danger
     return named if source in (danger, danger + "/") or source.startswith(danger + "/") else \
         "%s (which holds %s)" % (source, named)
+
+
+# The networks every Docker engine has (``default`` is the bridge); any other name must exist before a container
+# joins it.
+DOCKER_BUILTIN_NETWORKS = ("", "bridge", "default", "host", "none")
+
+
+def docker_network_problem(setting, name, info):
+    """The Docker network a container joins, checked before the running container is touched: Docker refuses a
+    network that does not exist only when it creates the container, after the running one is removed. ``info`` is
+    community.docker.docker_network_info's result for ``name`` ({} or a skipped result when the engine was not asked:
+    an engine that does not answer is its own problem)."""
+    info = info if isinstance(info, dict) else {}
+    if name in DOCKER_BUILTIN_NETWORKS or info.get("exists") or not info or info.get("skipped"):
+        return None
+    if info.get("failed"):
+        return ("%s (%r): the Docker engine could not say whether this network exists (%s): fix that, or set %s to "
+                "one of %s" % (setting, name, info.get("msg", "no answer"), setting,
+                               ", ".join(n for n in DOCKER_BUILTIN_NETWORKS if n)))
+    return ("%s (%r) names a Docker network that does not exist on this host: create it first (docker network create "
+            "%s), or set %s to host, bridge, or a network `docker network ls` lists" % (setting, name, name, setting))
 
 
 def url_problem(setting, value):
@@ -146,6 +196,15 @@ def count_problem(setting, value, minimum=0, maximum=None):
         return "%s (%r) must be a whole number of at least %d" % (setting, value, minimum)
     return "%s (%r) must be a whole number from %d to %d" % (setting, value, minimum, maximum)
 
+
+
+def port_problem(setting, value, minimum=1):
+    """A TCP port: a whole number from ``minimum`` (1; 1024 where the port is also opened by a user who is not
+    root, as an SSH forward's local end) to 65535, the largest a TCP port can be."""
+    text = "" if isinstance(value, bool) else str(value).strip()
+    if text.isdigit() and minimum <= int(text) <= 65535:
+        return None
+    return "%s (%r) must be a TCP port, a whole number from %d to 65535" % (setting, value, minimum)
 
 
 def shell_exports(mapping):
@@ -263,8 +322,32 @@ def _git_problem(setting, value):
 
 def _size_problem(setting, value):
     if isinstance(value, (str, int)) and not isinstance(value, bool) and _SIZE.fullmatch(str(value)):
-        return None
+        if size_bytes(value) <= INT64_MAX:
+            return None
+        return ("%s (%r) is more bytes than Docker takes (a signed 64-bit number, at most 2^63-1 bytes, about 8 EiB): "
+                "Docker would refuse it only when it makes the container, after the running one is removed; give a "
+                "size that fits, e.g. 8g" % (setting, value))
     return "%s (%r) must be a size: a whole number with an optional unit b, k, m or g, e.g. 8g" % (setting, value)
+
+
+# Docker keeps sizes (HostConfig.ShmSize, Memory, ...) as Go int64 bytes and refuses a larger number when it
+# decodes the create request.
+INT64_MAX = 2 ** 63 - 1
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size_bytes(value):
+    """A size setting (``8g``) in bytes as the Docker modules convert it before they ask the engine (Ansible's
+    human_to_bytes: the number as a float times the binary unit, rounded, so 9223372036854775807 becomes 2^63);
+    None when it is no size."""
+    text = "" if isinstance(value, bool) else str(value)
+    if not _SIZE.fullmatch(text):
+        return None
+    unit = text[-1].lower() if text[-1].isalpha() else ""
+    try:
+        return int(round(float(text[:len(text) - len(unit)]) * _UNITS[unit]))
+    except OverflowError:  # more digits than a float holds: far past any 64-bit number
+        return INT64_MAX + 1
 
 
 def _sha256_problem(setting, value):
@@ -292,6 +375,7 @@ _ONE = {
     "size": _size_problem,
     "sha256": _sha256_problem,
     "count": lambda setting, value, minimum=0, maximum=None: count_problem(setting, value, minimum, maximum),
+    "port": lambda setting, value, minimum=1: port_problem(setting, value, minimum),
     # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'
     "ref": _pattern_problem(re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,254}"),
                             "a commit, branch, tag or release (letters, digits, '.', '_', '-', '+', '/')", "main"),
@@ -339,7 +423,8 @@ def _mapping_problems(setting, value):
                                                % (setting, value)]
 
 
-_MANY = {"env": env_problems, "mounts": mount_problems, "kwargs": _kwargs_problems,
+_MANY = {"env": env_problems, "mounts": mount_problems, "mount_targets": mount_target_problems,
+         "kwargs": _kwargs_problems,
          "resources": _resources_problems, "mapping": _mapping_problems}
 KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
 
