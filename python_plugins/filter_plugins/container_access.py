@@ -16,10 +16,11 @@ def container_labels(workspace_host):
     return _engine.container_labels(workspace_host)
 
 
-def container_owner_problem(found, name, host, workspace_host, workspace, purpose="recreate"):
+def container_owner_problem(found, name, host, workspace_host, workspace, purpose="recreate", sources=()):
     """``{{ info.container | container_owner_problem(name, host, ws_host, ws, 'recreate'|'enter') }}`` -> why the
-    stages must not recreate or enter that container ("" when they may)."""
-    return _engine.owner_problem(found, name, host, workspace_host, workspace, purpose)
+    stages must not recreate or enter that container ("" when they may). ``sources``: ansible_inventory_sources,
+    for the command the message prints."""
+    return _engine.owner_problem(found, name, host, workspace_host, workspace, purpose, sources)
 
 
 class FilterModule:

@@ -39,7 +39,7 @@ def test_the_train_stage_refuses_a_port_and_waits_out_of_range_before_anything(t
     assert done.returncode != 0
     (_host, task, msg), = done.failed
     assert task == TRAIN_CHECK
-    for words in ("grpo_train_tensorboard_port (70000) must be a whole number from 1 to 65535",
+    for words in ("grpo_train_tensorboard_port (70000) must be a TCP port, a whole number from 1024 to 65535",
                   "grpo_train_wait_minutes (1000000000000) must be a whole number from 0 to",
                   "grpo_train_doctor_deadline (0) must be a whole number from 1 to"):
         assert words in msg, msg
@@ -62,8 +62,12 @@ def _count_checks():
     found = {}
     for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")):
         with open(path, encoding="utf-8") as handle:
-            for setting, rest in re.findall(r"\['count\??', '([a-z0-9_]+)', [^,\]]+((?:, *-?\d+)*)\]", handle.read()):
+            text = handle.read()
+            for setting, rest in re.findall(r"\['count\??', '([a-z0-9_]+)', [^,\]]+((?:, *-?\d+)*)\]", text):
                 found[setting] = max(found.get(setting, 0), len(re.findall(r"\d+", rest)))
+            # a port: its minimum given or 1, its maximum 65535 (settings.port_problem)
+            for setting in re.findall(r"\['port\??', '([a-z0-9_]+)'", text):
+                found[setting] = 2
     return found
 
 

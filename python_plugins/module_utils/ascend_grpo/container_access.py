@@ -19,6 +19,8 @@ host itself, so they take the host's own login from the inventory:
 
 import shlex
 
+from . import rerun
+
 LOCAL = ("local", "ansible.builtin.local")
 SSH = ("ssh", "ansible.builtin.ssh")
 # community.docker's docker connection: the docker CLI on the controller, the path a local host without become keeps
@@ -149,7 +151,7 @@ def _workspace_mounted(found, workspace_host, workspace):
     return False
 
 
-def owner_problem(found, name, host, workspace_host, workspace, purpose="recreate"):
+def owner_problem(found, name, host, workspace_host, workspace, purpose="recreate", sources=()):
     """Why the stages must not touch the container ``found`` (docker inspect's object, as community.docker's
     docker_container_info returns it; None or {} when no container has the name), "" when they may.
 
@@ -190,5 +192,6 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
     return ("npu_container_name: the container %s on %s carries no label %s=%s and does not mount this workspace "
             "(%s at %s; its bind mounts: %s), so the stages will not run their tasks in it: it is not this "
             "workspace's training environment. Set npu_container_name to this workspace's container, or run the "
-            "container stage (--tags container), which says what to do with this one. %s"
-            % (name, host, LABEL_WORKSPACE, ws_host, ws_host, _norm(workspace), mounts, keep))
+            "container stage (%s), which says what to do with this one. %s"
+            % (name, host, LABEL_WORKSPACE, ws_host, ws_host, _norm(workspace), mounts, rerun.command("container", rerun.inventory_args(sources)),
+               keep))
