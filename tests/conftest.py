@@ -1,4 +1,5 @@
 import os
+import stat
 import subprocess
 import sys
 
@@ -177,3 +178,23 @@ def tree_snapshot(*roots):
                     what = ""
                 seen[name] = (oct(st.st_mode), st.st_size if not os.path.isdir(name) else 0, what)
     return seen
+
+
+def fake_pip_python(tmp_path):
+    """A Python for the deps module that answers its probe and records what each pip call got (argv, PIP_*
+    variables) in ``calls.jsonl``, then fails as pip does on a missing version: (python, log path)."""
+    log = tmp_path / "calls.jsonl"
+    fake = tmp_path / "python"
+    fake.write_text("#!%s\n" % sys.executable + """import json, os, sys
+if sys.argv[1] == "-c":
+    print(json.dumps({"versions": {}, "editable_url": None, "machine": "x86_64", "python": "3.11"}))
+    sys.exit(0)
+with open(%r, "a") as log:
+    log.write(json.dumps({"argv": sys.argv, "env": {k: v for k, v in os.environ.items() if k.startswith("PIP_")}})
+              + "\\n")
+print("ERROR: Could not find a version that satisfies the requirement six==1.16.0 (from versions: none)",
+      file=sys.stderr)
+sys.exit(1)
+""" % str(log))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return fake, log

@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 
-from conftest import run_module
+from conftest import fake_pip_python, run_module
 
 from ascend_grpo import pins, verl_source
 
@@ -29,27 +29,8 @@ def test_a_find_links_location_with_a_password_moves_to_pips_environment():
     assert env == {"PIP_NO_INPUT": "1", "PIP_FIND_LINKS": "%s https://h/l?sig=abc" % LINKS}
 
 
-def _fake_python(tmp_path):
-    """A Python that answers the module's probe and records each pip call's argv and PIP_* variables."""
-    log = tmp_path / "calls.jsonl"
-    fake = tmp_path / "python"
-    fake.write_text("#!%s\n" % sys.executable + """import json, os, sys
-if sys.argv[1] == "-c":
-    print(json.dumps({"versions": {}, "editable_url": None, "machine": "x86_64", "python": "3.11"}))
-    sys.exit(0)
-with open(%r, "a") as log:
-    log.write(json.dumps({"argv": sys.argv, "env": {k: v for k, v in os.environ.items() if k.startswith("PIP_")}})
-              + "\\n")
-print("ERROR: Could not find a version that satisfies the requirement six==1.16.0 (from versions: none)",
-      file=sys.stderr)
-sys.exit(1)
-""" % str(log))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    return fake, log
-
-
 def test_the_deps_module_gives_pip_find_links_with_a_password_only_through_its_environment(tmp_path):
-    fake, log = _fake_python(tmp_path)
+    fake, log = fake_pip_python(tmp_path)
     profile = {"name": "t", "pins": {"six": "1.16.0"}, "phases": [{"name": "six", "requirements": ["six==1.16.0"]}]}
     result = run_module("deps_pinning", {"profile": profile, "python": str(fake), "state_dir": str(tmp_path / "st"),
                                          "site": {"find_links": [LINKS]}})
