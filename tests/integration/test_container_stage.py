@@ -135,8 +135,15 @@ def test_secret_never_logged(run):
 
 
 def test_mode_none_uses_the_host(run):
+    """With one NPU host, no container means verl's Ray on the host's own network, which no table can keep: refused
+    before anything is made (issue 44), unless the user's own firewall is said to keep it."""
     runner, name, workspace = run
-    result = runner({"npu_container_mode": "none"})
+    refusal = runner({"npu_container_mode": "none"})
+    assert refusal.returncode != 0
+    (_host, _task, msg), = refusal.failed
+    assert "verl's Ray would listen on the host's own addresses" in msg, msg
+    assert not workspace.exists()
+    result = runner({"npu_container_mode": "none", "ray_cluster_accept_open_ports_without_auth": True})
     assert result.returncode == 0, result.stdout[-3000:]
     assert not docker_exists(name)
     assert workspace.is_dir()
