@@ -22,7 +22,7 @@ Every string setting of every role is checked by one of these in its stage's fir
 the argument specs and fails on one that is not). ``kind?`` lets an empty value (the setting off) by; ``kind[]``
 checks each entry of a list.
 
-Standard library only (the controller's filters use it).
+Standard library only (the controller's filters use it), but for size_bytes, which asks Ansible's human_to_bytes.
 """
 
 import re
@@ -333,19 +333,19 @@ def _size_problem(setting, value):
 # Docker keeps sizes (HostConfig.ShmSize, Memory, ...) as Go int64 bytes and refuses a larger number when it
 # decodes the create request.
 INT64_MAX = 2 ** 63 - 1
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def size_bytes(value):
-    """A size setting (``8g``) in bytes as the Docker modules convert it before they ask the engine (Ansible's
-    human_to_bytes: the number as a float times the binary unit, rounded, so 9223372036854775807 becomes 2^63);
-    None when it is no size."""
+    """A size setting (``8g``) in bytes as the Docker modules convert it before they ask the engine: Ansible's own
+    human_to_bytes (the number as a float times the binary unit, so 9223372036854775807 becomes 2^63); None when
+    it is no size."""
+    from ansible.module_utils.common.text.formatters import human_to_bytes  # the controller's; its filters call this
+
     text = "" if isinstance(value, bool) else str(value)
     if not _SIZE.fullmatch(text):
         return None
-    unit = text[-1].lower() if text[-1].isalpha() else ""
     try:
-        return int(round(float(text[:len(text) - len(unit)]) * _UNITS[unit]))
+        return human_to_bytes(text)
     except OverflowError:  # more digits than a float holds: far past any 64-bit number
         return INT64_MAX + 1
 
