@@ -46,5 +46,5 @@ setup(
             "hydra-core",
         ],
     },
-    entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.npu_smi:main"]},
+    entry_points={"console_scripts": ["grpo-npu-smi=ascend_grpo.container.npu_smi:main"]},
 )

@@ -31,7 +31,7 @@ ONE_RUN = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import yaml
-from ascend_grpo import ast_patch, compat
+from ascend_grpo.patch import ast_patch, import_check as compat
 compat.PREFILTER = sys.argv[2] == "fast"
 root, paths = sys.argv[3], json.loads(sys.argv[4])
 with open(sys.argv[5], encoding="utf-8") as handle:

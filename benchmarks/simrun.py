@@ -4,9 +4,11 @@ and time it."""
 import json
 import shutil
 import subprocess
+import os
 import sys
 
-from ascend_grpo import playrun
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from grpo_testkit import playrun  # noqa: E402  the harness lives with the tests, not in the package
 
 
 def run(*args, env=None):

@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "unit"), HERE]
+sys.path[:0] = [os.path.join(HERE, "unit", "patch"), HERE]
 
 from test_ast_patch import verl_tree  # noqa: E402  (the tests' folders first)
 from test_compat import registry_sdist, wheel_tree  # noqa: E402

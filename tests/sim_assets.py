@@ -28,7 +28,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, proce
 from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen2TokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python_plugins" / "module_utils"))
-from ascend_grpo.math_data import INSTRUCTION  # noqa: E402  pylint: disable=wrong-import-position
+from ascend_grpo.assets.math_data import INSTRUCTION  # noqa: E402  pylint: disable=wrong-import-position
 
 PROBLEMS_FILE = Path(__file__).resolve().parent / "fixtures" / "math" / "problems.yml"
 MATH_COLUMNS = ("problem", "level", "type", "solution")

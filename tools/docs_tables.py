@@ -49,7 +49,7 @@ def doc_files():
 def _rerun_line(match):
     """A fix's ``{rerun.TAG}`` as the page shows it: the command with the placeholder for the user's inventory."""
     sys.path.insert(0, os.path.join(ROOT, "python_plugins", "module_utils"))
-    from ascend_grpo import rerun  # the one builder of such lines
+    from ascend_grpo.common import rerun  # the one builder of such lines
 
     return "`%s`" % rerun.command(match.group(1))
 

@@ -44,7 +44,7 @@ import time
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ascend_grpo import secrets
+from ascend_grpo.common import secrets
 
 # Ansible's own role argument check (ansible.playbook.role.Role._prepend_validation_task)
 _VALIDATE_ACTIONS = ("validate_argument_spec", "ansible.builtin.validate_argument_spec",

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """Connection plugin: run a task in the training container with the NPU host's own docker, reached with the host's
-own login (the logic is in ascend_grpo.container_access; this file only runs what it computes)."""
+own login (the logic is in ascend_grpo.container.container_access; this file only runs what it computes)."""
 
 DOCUMENTATION = r"""
 name: grpo_container
@@ -42,7 +42,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.connection import ConnectionBase
 from ansible.utils.display import Display
 
-from ascend_grpo import container_access
+from ascend_grpo.container import container_access
 
 display = Display()
 

@@ -92,7 +92,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
-from ansible.module_utils.ascend_grpo import chat_template
+from ansible.module_utils.ascend_grpo.assets import template_install as chat_template
 
 SOURCES = ("template", "sample_file", "sample_url")
 MAX_DOWNLOAD = 256 * 1024 * 1024

@@ -94,7 +94,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import bundle
+from ansible.module_utils.ascend_grpo.bundle import support_bundle as bundle
 
 
 def _read(path, limit=1 << 20):

@@ -109,7 +109,9 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, weights, workspace
+from ansible.module_utils.ascend_grpo.assets import weights
+from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.eval import evaluation
 
 
 def chat_template_of(folder):

@@ -93,7 +93,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, weights
+from ansible.module_utils.ascend_grpo.assets import weights
+from ansible.module_utils.ascend_grpo.eval import evaluation
 
 
 def main():

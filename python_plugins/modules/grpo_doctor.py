@@ -172,7 +172,9 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import doctor, doctor_probe, npu_smi, triage, workspace
+from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.container import npu_smi
+from ansible.module_utils.ascend_grpo.train import doctor, doctor_probe, triage
 
 
 def _sha1(path):

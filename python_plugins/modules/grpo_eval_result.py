@@ -110,7 +110,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, rerun, weights, workspace
+from ansible.module_utils.ascend_grpo.assets import weights
+from ansible.module_utils.ascend_grpo.common import rerun, workspace
+from ansible.module_utils.ascend_grpo.eval import evaluation
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 

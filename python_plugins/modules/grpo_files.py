@@ -69,7 +69,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import workspace
+from ansible.module_utils.ascend_grpo.common import workspace
 
 
 def main():

@@ -72,7 +72,7 @@ EXAMPLES = r"""
     name: weights
     state_dir: /data/grpo/.grpo/jobs
     state: started
-    command: [python3, -m, ascend_grpo.weights, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
+    command: [python3, -m, ascend_grpo.assets.weights, fetch, --plan, /data/grpo/.grpo/weights-plan.json]
     secret_env:
       HF_TOKEN: "{{ hub_token }}"
 
@@ -131,7 +131,7 @@ started_at:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import jobs
+from ansible.module_utils.ascend_grpo.common import jobs
 
 
 def main():

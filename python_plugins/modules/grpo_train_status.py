@@ -154,7 +154,7 @@ last_launch:
 launch_overrides:
   description: >-
     The overrides of the last launch, from the run folder's history (C(launches.jsonl), its last line); null when it
-    has none. The train stage works out from them whether the run's total changed (C(ascend_grpo.run_plan)).
+    has none. The train stage works out from them whether the run's total changed (C(ascend_grpo.train.run_plan)).
   returned: always
   type: list
   elements: str
@@ -202,7 +202,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import evaluation, jobs, secrets, triage, verl_log, workspace
+from ansible.module_utils.ascend_grpo.common import jobs, secrets, workspace
+from ansible.module_utils.ascend_grpo.eval import evaluation
+from ansible.module_utils.ascend_grpo.train import triage, verl_log
 
 
 def checkpoints(path):

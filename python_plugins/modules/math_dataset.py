@@ -95,7 +95,8 @@ reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import math_data, secrets
+from ansible.module_utils.ascend_grpo.assets import math_data
+from ansible.module_utils.ascend_grpo.common import secrets
 
 
 # The fix for each field a plan can fail on, naming the assets stage's setting.

@@ -101,7 +101,8 @@ field:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import secrets, weights
+from ansible.module_utils.ascend_grpo.assets import weights
+from ansible.module_utils.ascend_grpo.common import secrets
 
 
 # The fix for each field a plan can fail on, naming the assets stage's setting.

@@ -48,7 +48,7 @@ options:
   min_free_gib:
     description:
       - What the run writes where the workspace is, in GiB (the container stage gives its estimate,
-        C(ascend_grpo.run_size)). What the workspace already holds counts as written; it is measured only when the
+        C(ascend_grpo.train.run_size)). What the workspace already holds counts as written; it is measured only when the
         free space alone falls short.
     type: float
     default: 50
@@ -118,7 +118,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import host_checks
+from ansible.module_utils.ascend_grpo.container import host_checks
 
 
 def main():

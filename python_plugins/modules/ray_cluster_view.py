@@ -85,7 +85,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import cluster
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster
 
 _DRIVER = r"""
 import json, sys

@@ -105,7 +105,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import firewall
+from ansible.module_utils.ascend_grpo.cluster import firewall
 
 PACKAGE_HINT = ("install nftables on the host (apt-get install nftables, dnf install nftables), or set "
                 "ray_cluster_firewall to false and keep every other machine away from Ray's ports yourself")

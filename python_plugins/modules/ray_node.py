@@ -87,7 +87,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import cluster, workspace
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster
+from ansible.module_utils.ascend_grpo.common import workspace
 
 TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
 

@@ -117,7 +117,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import cluster, firewall
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster, firewall
 
 
 def route(module, p):

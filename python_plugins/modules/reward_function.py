@@ -84,7 +84,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import reward_deploy
+from ansible.module_utils.ascend_grpo.assets import reward_deploy
 
 
 def main():

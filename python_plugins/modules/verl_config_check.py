@@ -76,10 +76,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import overrides as ov
-from ansible.module_utils.ascend_grpo import rerun
-from ansible.module_utils.ascend_grpo import train_rules
-from ansible.module_utils.ascend_grpo import workspace
+from ansible.module_utils.ascend_grpo.train import overrides as ov
+from ansible.module_utils.ascend_grpo.common import rerun
+from ansible.module_utils.ascend_grpo.train import train_rules
+from ansible.module_utils.ascend_grpo.common import workspace
 
 SUMMARY = ["algorithm.adv_estimator", "data.train_batch_size", "data.max_prompt_length",
            "data.max_response_length", "actor_rollout_ref.actor.ppo_mini_batch_size",

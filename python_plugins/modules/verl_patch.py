@@ -93,9 +93,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import rerun
-from ansible.module_utils.ascend_grpo import workspace
-from ansible.module_utils.ascend_grpo import ast_patch
+from ansible.module_utils.ascend_grpo.common import rerun
+from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.patch import ast_patch
 
 
 def main():

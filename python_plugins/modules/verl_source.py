@@ -124,7 +124,8 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import secrets, verl_source
+from ansible.module_utils.ascend_grpo.common import secrets
+from ansible.module_utils.ascend_grpo.deps import verl_checkout as verl_source
 
 
 def main():

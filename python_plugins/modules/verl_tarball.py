@@ -91,7 +91,8 @@ strip_components:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo import secrets, source
+from ansible.module_utils.ascend_grpo.common import secrets
+from ansible.module_utils.ascend_grpo.deps import tarball_proof as source
 
 
 def main():

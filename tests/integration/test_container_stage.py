@@ -9,7 +9,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import docker_exists, playbook
+from grpo_testkit import docker_exists, playbook
 
 pytestmark = pytest.mark.integration
 

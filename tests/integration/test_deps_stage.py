@@ -9,7 +9,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import playbook
+from grpo_testkit import playbook
 
 pytestmark = pytest.mark.integration
 

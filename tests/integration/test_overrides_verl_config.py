@@ -1,5 +1,5 @@
 """The override engine for verl's run script validated against verl 0.5.0's real configuration (from its wheel,
-downloaded from the index: network tests; merging and rendering: tests/unit/test_overrides.py)."""
+downloaded from the index: network tests; merging and rendering: tests/unit/train/test_overrides.py)."""
 
 import glob
 import json
@@ -9,9 +9,9 @@ import sys
 import zipfile
 
 import pytest
-from conftest import ROOT
+from grpo_testkit import ROOT
 
-from ascend_grpo import overrides as ov
+from ascend_grpo.train import overrides as ov
 
 VERL_VERSION = "0.5.0"
 WHEEL_CACHE = os.path.join(ROOT, ".cache", "tests", "verl-" + VERL_VERSION)

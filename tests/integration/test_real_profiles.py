@@ -10,9 +10,9 @@ import sys
 
 import pytest
 import yaml
-from conftest import FIXTURES, ROOT
+from grpo_testkit import FIXTURES, ROOT
 
-from ascend_grpo import pins, stack
+from ascend_grpo.deps import pins, pip_runner as stack
 
 pytestmark = pytest.mark.network
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ascend_grpo import pins, stack
+from ascend_grpo.deps import pins, pip_runner as stack
 
 pytestmark = pytest.mark.network
 

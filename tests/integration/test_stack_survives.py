@@ -11,7 +11,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import playbook
+from grpo_testkit import playbook
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 

@@ -39,7 +39,7 @@ Where this file differs from the sample, on purpose
       (signal.alarm, main thread only); the helpers keep those limits inside too, so only an answer that takes
       between the deadline and 5 s to judge can differ.
 
-How it is fast, without changing a verdict (tests/unit/test_reward*.py compare every path with the transcription
+How it is fast, without changing a verdict (tests/unit/assets/test_reward*.py compare every path with the transcription
 in benchmarks/reward_baseline.py; benchmarks/reward_throughput.py measures each)
     - Helpers: up to ``MAX_WORKERS`` (2) processes run the sample's own calls; a batch is split among them by
       ground truth, each streams one verdict per response, and the deadline holds per response.

@@ -1,0 +1,119 @@
+"""The container stage's filters: how the controller reaches the container, why it would be remade, npu-smi.
+
+Filter: how the controller reaches the training container through the NPU host's own login (SSH with its port,
+key and jump host; sudo with become), over the plain-Python engine.
+
+Filter: why docker_container changed a container, from the diff it returns.
+
+Filters: ``npu-smi info`` text -> parsed table, for tasks that read npu-smi from inside a container; the cards'
+numbers as the CANN runtime of a training environment counts them.
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ascend_grpo.container import container_access as _engine
+from ascend_grpo.container import host_checks, npu_smi
+
+def container_access(spec):
+    """``{{ {'host': inventory_hostname, 'connection': ..., 'port': ..., ...} | container_access }}`` ->
+    {connection, docker_extra_args, ssh, docker, problems}: the container's connection plugin and its arguments."""
+    return _engine.access(spec)
+
+
+def container_labels(workspace_host):
+    """``{{ npu_container_workspace_host | container_labels }}`` -> the labels that mark the container as this
+    package's, for this workspace."""
+    return _engine.container_labels(workspace_host)
+
+
+def container_owner_problem(found, name, host, workspace_host, workspace, purpose="recreate", sources=()):
+    """``{{ info.container | container_owner_problem(name, host, ws_host, ws, 'recreate'|'enter') }}`` -> why the
+    stages must not recreate or enter that container ("" when they may). ``sources``: ansible_inventory_sources,
+    for the command the message prints."""
+    return _engine.owner_problem(found, name, host, workspace_host, workspace, purpose, sources)
+
+
+# Keys docker_container puts in its diff that are state, not configuration.
+_STATE_KEYS = ("exists", "running", "paused", "restarted")
+# Settings whose entries are KEY=VALUE: only the names are told (values may be tokens).
+_NAMED_ENTRIES = ("env",)
+
+
+def _entries(key, values):
+    if key in _NAMED_ENTRIES:
+        return {str(v).split("=", 1)[0]: str(v) for v in values}
+    return {str(v): str(v) for v in values}
+
+
+def _list_reason(key, before, after):
+    old, new = _entries(key, before), _entries(key, after)
+    parts = []
+    gone = sorted(set(old) - set(new))
+    added = sorted(set(new) - set(old))
+    changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+    if gone:
+        parts.append("%s left over on the container, removed" % ", ".join(gone))
+    if added:
+        parts.append("%s added" % ", ".join(added))
+    if changed:
+        parts.append("%s changed" % ", ".join(changed))
+    return "%s: %s" % (key, "; ".join(parts) if parts else "order changed")
+
+
+def container_change_reason(diff):
+    """``{{ result.diff | container_change_reason }}`` -> "shm_size: 8589934592 -> 4294967296; ..." when the
+    container was recreated for changed settings, "" when it was only created or started (or nothing changed).
+    A list setting names its entries that went or came (environment variables by name only)."""
+    before = (diff or {}).get("before") or {}
+    after = (diff or {}).get("after") or {}
+    if not before.get("exists", True) or not after.get("exists", True):
+        return ""  # created from nothing, or removed
+    keys = sorted(k for k in set(before) | set(after) if k not in _STATE_KEYS and before.get(k) != after.get(k))
+    reasons = []
+    for key in keys:
+        old, new = before.get(key), after.get(key)
+        if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+            reasons.append(_list_reason(key, old, new))
+        elif key in _NAMED_ENTRIES:
+            reasons.append("%s changed" % key)
+        else:
+            reasons.append("%s: %s -> %s" % (key, old, new))
+    return "; ".join(reasons)
+
+
+def npu_smi_info(text):
+    """``{{ result.stdout | npu_smi_info }}`` -> {version, cards, processes, idle_npus}."""
+    try:
+        return npu_smi.parse(text)
+    except npu_smi.NpuSmiParseError as err:
+        raise AnsibleFilterError("npu_smi_info: %s" % err) from err
+
+
+def npu_smi_problems(text, cards):
+    """``{{ stdout | npu_smi_problems([0]) }}`` -> problems with those cards ([] when all are present and OK)."""
+    return npu_smi.check_cards(npu_smi_info(text), cards)
+
+
+def npu_runtime_ids(cards, mode="docker"):
+    """``{{ npu_container_visible_devices | npu_runtime_ids(npu_container_mode) }}`` -> the ids
+    ASCEND_RT_VISIBLE_DEVICES takes for those host cards: 0..n-1 in a container (mode docker), the host's numbers
+    on the host itself (mode none)."""
+    try:
+        return host_checks.runtime_ids(cards, mode == "docker")
+    except (TypeError, ValueError) as err:
+        raise AnsibleFilterError("npu_runtime_ids: %s" % err) from err
+
+
+class FilterModule:
+    """The container stage's filters"""
+
+    def filters(self):
+        return {
+            "container_access": container_access,
+            "container_labels": container_labels,
+            "container_owner_problem": container_owner_problem,
+            "container_change_reason": container_change_reason,
+            "npu_smi_info": npu_smi_info,
+            "npu_smi_problems": npu_smi_problems,
+            "npu_runtime_ids": npu_runtime_ids,
+        }

@@ -1,0 +1,92 @@
+"""The deps stage's filters: pip's index arguments and errors, the stack's profiles.
+
+Filters for the deps stage, over the plain-Python pins engine.
+
+Filters: a stage's profile from the stack grpo_stack names (files/stacks), and the profiles a stage's setting
+names, located and loaded (one lookup for every stage), over the plain-Python engine.
+"""
+
+import os
+
+from ansible.errors import AnsibleFilterError
+import yaml
+
+from ascend_grpo.common import settings
+from ascend_grpo.deps import pins, pip_runner as stack
+from ascend_grpo.deps import stack_files as stacks
+
+def pip_index_args(site):
+    """``{{ deps_pinning_site | pip_index_args }}`` -> pip options for the site's index settings."""
+    return pins.index_args({}, None, site or {})
+
+
+def pip_error(text, index_args=()):
+    """``{{ result.stderr | pip_error(args) }}`` -> pip's failure in words a user can act on."""
+    return stack.explain_pip_error(text or "", list(index_args or []))
+
+
+def pip_index_env(urls):
+    """``{{ {'index_url': ..., 'extra_index_urls': [...]} | pip_index_env }}`` -> PIP_INDEX_URL and
+    PIP_EXTRA_INDEX_URL for a task's environment: an index URL may hold a password, and pip's command line is
+    visible to every user of the host."""
+    return pins.index_env(pins.index_args({}, None, {k: v for k, v in (urls or {}).items() if v}))[1]
+
+
+def mask_url(text):
+    """``{{ url | mask_url }}`` -> the URL (or any text) with its credentials masked."""
+    return pins.mask_url(text)
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STACKS_DIR = os.path.join(_ROOT, "files", "stacks")
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def grpo_stack_profile(ref, stage):
+    """``{{ grpo_stack | grpo_stack_profile('deps') }}``: the profile (or list) the stack names for ``stage``."""
+    try:
+        data = stacks.validate(_load(stacks.locate(ref, STACKS_DIR)), ref)
+    except (stacks.StackError, OSError, yaml.YAMLError) as err:
+        raise AnsibleFilterError(str(err)) from err
+    if stage not in stacks.STAGES:
+        raise AnsibleFilterError("grpo_stack_profile: no stage %s (stages: %s)" % (stage, ", ".join(stacks.STAGES)))
+    return data[stage]
+
+
+def grpo_profiles(refs, stage, profiles_dir, own_file=""):
+    """``{{ grpo_train_profiles | grpo_profiles('train', role_path ~ '/files/profiles') }}``: each profile the
+    setting names, as ``{name, path, data}`` in order; an unknown one fails naming the setting and the choices."""
+    try:
+        paths = stacks.locate_profiles(stage, refs, profiles_dir, own_file)
+        out = []
+        for path in paths:
+            data = _load(path)
+            if not isinstance(data, dict):
+                raise stacks.StackError("%s profile %s is not a mapping" % (stage, path))
+            # its env becomes export lines in the run script: a key that is no variable name is refused here
+            env = data.get("env")
+            problems = settings.env_problems("%s profile %s: env" % (stage, path), env) if env is not None else []
+            if problems:
+                raise stacks.StackError("; ".join(problems))
+            out.append({"name": data.get("name") or os.path.basename(path)[:-4], "path": path, "data": data})
+        return out
+    except (stacks.StackError, OSError, yaml.YAMLError) as err:
+        raise AnsibleFilterError(str(err)) from err
+
+
+class FilterModule:
+    """The deps stage's filters"""
+
+    def filters(self):
+        return {
+            "pip_index_args": pip_index_args,
+            "pip_error": pip_error,
+            "pip_index_env": pip_index_env,
+            "mask_url": mask_url,
+            "grpo_stack_profile": grpo_stack_profile,
+            "grpo_profiles": grpo_profiles,
+        }

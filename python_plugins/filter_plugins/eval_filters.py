@@ -1,0 +1,64 @@
+"""The eval stage's filters: the report and the gate.
+
+Filters for the eval stage: the report built by the plain-Python evaluation engine, Python literals for the
+OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards).
+"""
+
+from ascend_grpo.common import rerun
+from ascend_grpo.eval import evaluation
+from ascend_grpo.train import run_plan
+
+def _plain(value):
+    """Ansible's wrapped strings and mappings as plain Python values (so repr() gives a clean literal)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def python_literal(value):
+    """``{{ value | python_literal }}``: a Python literal of a YAML value (True/False/None, quoted strings)."""
+    return repr(_plain(value))
+
+
+def eval_report(results, meta):
+    """``{{ {'base': ..., 'trained': ...} | eval_report(meta) }}``: the report as a mapping."""
+    return evaluation.build_report(_plain(results["base"]), _plain(results["trained"]), _plain(meta))
+
+
+def eval_report_markdown(report, brief=False):
+    """``{{ report | eval_report_markdown }}``: the report as markdown; ``brief=true`` for the console (without
+    the training configuration and the result files)."""
+    return evaluation.render_markdown(_plain(report), brief=bool(brief))
+
+
+def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
+    """``{{ run_status | eval_gate(cards, grpo_eval_step, 'project/experiment', ansible_inventory_sources,
+    playbook_dir) }}``: evaluate, wait or refuse, with the lines that say why (run_plan.eval_gate: never while a run
+    of the workspace holds the cards OpenCompass would use)."""
+    inventory = rerun.inventory_args([str(s) for s in sources or []], str(project_dir) if project_dir else None)
+
+    def command(tags):
+        return rerun.command(tags, inventory)
+
+    return run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
+                              command)
+
+
+class FilterModule:
+    """The eval stage's filters"""
+
+    def filters(self):
+        return {
+            "python_literal": python_literal,
+            "eval_report": eval_report,
+            "eval_report_markdown": eval_report_markdown,
+            "eval_gate": eval_gate,
+        }

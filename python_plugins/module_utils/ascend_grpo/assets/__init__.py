@@ -1,0 +1,1 @@
+"""The assets stage: weights, MATH data, the chat template and the reward."""

@@ -1,0 +1,138 @@
+"""The reward function in the workspace: where it may go, put there keeping an edited copy, and proven to score.
+
+- :func:`plan` (read-only, the assets stage's preflight): the destination's folder is writable, or can be made in
+  the workspace; the file defines the function training will call. Each problem names the setting to change.
+- :func:`deploy`: scores a right and a wrong answer the way verl calls the function, in a fresh process of the
+  training environment's Python, from a staging copy in the state folder; only a file that scores then replaces the
+  workspace's (a copy that differs, someone's edit, is kept as ``<file>.bak-<time>``), so a new reward that fails
+  leaves the one training uses as it was, byte for byte. The proof is kept (``<state_dir>/reward-check.json``, by
+  the file's sha256, the Python and the installed stack's digest), so a rerun with nothing changed does not score
+  again.
+
+Standard library only.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ..common import workspace
+from ..train.train_rules import defines
+
+# Equal only symbolically, so math_verify itself must work: a string match cannot pass this.
+ANSWER_TEXT = ("<think>\nStep 1: solve the equation by expanding.\nStep 2: therefore it is a square.\n</think>\n"
+               "<answer>\n\\boxed{ANSWER}\n</answer>")
+RIGHT, WRONG, TRUTH = "(x+1)^2", "(x+2)^2", "x^2+2x+1"
+SCORE_SCRIPT = r"""
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("custom_module", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+score = getattr(module, sys.argv[2])
+text, right, wrong, truth = json.loads(sys.argv[3])
+print(json.dumps({"right": score(data_source="check", solution_str=text.replace("ANSWER", right),
+                                 ground_truth=truth, extra_info=None),
+                  "wrong": score(data_source="check", solution_str=text.replace("ANSWER", wrong),
+                                 ground_truth=truth, extra_info=None)}))
+"""
+
+
+class RewardError(Exception):
+    """What is wrong, naming the setting to change."""
+
+
+def plan(text, dest, name, workspace_dir):
+    """What deploying would do (``none``, ``create`` or ``replace``), or :class:`RewardError`."""
+    if not defines(text, name):
+        raise RewardError("assets_reward_name: the reward file (assets_reward_src) defines no %s at module level "
+                          "(or does not parse): set assets_reward_name to its scoring function." % name)
+    folder = os.path.dirname(dest)
+    if os.path.isdir(folder):
+        ok = os.access(folder, os.W_OK)
+    else:
+        inside = os.path.abspath(dest).startswith(os.path.abspath(workspace_dir).rstrip("/") + "/")
+        ok = not os.path.exists(folder) and inside and os.access(workspace_dir, os.W_OK)
+    if not ok:
+        raise RewardError("assets_reward_path: %s is not a writable folder (nor one this stage can make in the "
+                          "workspace): set assets_reward_path to a path under %s." % (folder, workspace_dir))
+    try:
+        with open(dest, encoding="utf-8") as handle:
+            return "none" if handle.read() == text else "replace"
+    except OSError:
+        return "create"
+
+
+def stack_digest(state_dir):
+    """What the installed stack is, as the deps stage recorded it (a reinstall changes it)."""
+    installed = workspace.read_json(os.path.join(state_dir, "deps-installed.json")) or {}
+    deps = workspace.read_json(workspace.record_path(state_dir, "deps")) or {}
+    return {"profile_sha256": installed.get("profile_sha256"), "python": deps.get("python"),
+            "python_version": deps.get("python_version")}
+
+
+def score(python, dest, name, timeout=300, shown=None):
+    """Score a right and a wrong answer with the file ``dest``, as verl's trainer loads it; ``shown`` names it in the
+    problems (a staging copy is named for the file it would become)."""
+    argv = [python, "-c", SCORE_SCRIPT, dest, name, json.dumps([ANSWER_TEXT, RIGHT, WRONG, TRUTH])]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RewardError("%s: the reward check could not run with %s: %s" % (shown or dest, python, err)) from err
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
+        raise RewardError("%s failed to score an answer with %s (assets_reward_src / assets_reward_name):\n%s"
+                          % (shown or dest, python, tail))
+    try:
+        scores = json.loads(done.stdout.strip().splitlines()[-1])
+        right, wrong = float(scores["right"]), float(scores["wrong"])
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        raise RewardError("%s printed no scores (%r): fix the file (assets_reward_src)"
+                          % (shown or dest, done.stdout[-300:])) from err
+    if not (right > 0.9 and wrong == 0.0):
+        raise RewardError("%s scored %.3f for a right and %.3f for a wrong answer (want > 0.9 and 0): fix the file "
+                          "(assets_reward_src) or assets_reward_name." % (shown or dest, right, wrong))
+    return {"right": right, "wrong": wrong}
+
+
+def score_staged(text, dest, name, python, state_dir):
+    """Score ``text`` from a staging copy in ``state_dir`` (named as ``dest``, which is not touched), then remove
+    the copy: a reward that fails to score never replaces the one there."""
+    os.makedirs(state_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix="reward-staging-", dir=state_dir)
+    try:
+        path = os.path.join(staging, os.path.basename(dest))
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        try:
+            return score(python, path, name, shown="the new %s (not put in place: the one there is kept as it was)"
+                         % dest)
+        except RewardError as err:
+            raise RewardError(str(err).replace(path, dest)) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False):
+    """Prove the file scores (from a staging copy), then put it in place (keeping a differing copy); returns what
+    happened."""
+    action = plan(text, dest, name, workspace_dir)
+    result = {"deploy": action, "backup": None, "scored": False, "scores": None}
+    if check_mode:
+        return result
+    stamp_path = os.path.join(state_dir, "reward-check.json")
+    stamp = {"file": dest, "sha256": hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),
+             "name": name, "python": python, "stack": stack_digest(state_dir)}
+    kept = workspace.read_json(stamp_path) or {}
+    if {k: kept.get(k) for k in stamp} == stamp and kept.get("scores"):
+        result["scores"] = kept["scores"]
+    else:
+        result["scores"] = score_staged(text, dest, name, python, state_dir)
+        result["scored"] = True
+    if action != "none":
+        _, result["backup"] = workspace.write_text(dest, text, backup=True)
+    if result["scored"]:
+        workspace.write_json(stamp_path, dict(stamp, scores=result["scores"], checked_at=workspace.now_iso()))
+    return result

@@ -1,0 +1,131 @@
+"""A support bundle: what maintainers ask for when a run fails, in one archive, with every secret taken out.
+
+:func:`redact` takes out, from any text: the secrets given (the hub token, the registry password, the Ray token,
+values of environment variables whose names say secret or that are marked so, the wandb key; longest first, so a
+secret that holds another goes whole), the credentials of every URL whatever they hold (``https://user:pa/ss@host``
+-> ``https://***@host``), signature query parameters, tokens of the well-known shapes (``hf_``, ``ghp_``,
+``github_pat_``, ``AKIA``, ``sk-``, ``xoxb-``, JWTs), and the whole value of every ``NAME=value`` / ``NAME: value``
+whose name says it is secret (ascend_grpo.common.secrets.secret_name: TOKEN, KEY, SECRET, PASS, PAT, AUTH, ...).
+:func:`write` puts the members into a gzipped tar, each redacted, owner root and mode 0644, and lists them.
+
+Standard library only.
+"""
+
+import io
+import json
+import os
+import re
+import shlex
+import tarfile
+import time
+
+from ..common import secrets as masking
+
+REDACTED = "***"
+MIN_SECRET = 4  # shorter values would take out ordinary words
+# NAME=value, NAME: value, "NAME": "value", NAME='a value with spaces': the whole value, quoted or not
+_ASSIGNMENT = re.compile(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(['"]?[ \t]*[=:][ \t]*)"""
+                         r"""(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s'",]+))""")
+# values a secret-named setting holds that are no secret (ray_cluster_auth: token)
+_NOT_SECRET_VALUES = {"token", "none", "true", "false", "yes", "no", "on", "off", "null", "", REDACTED}
+
+
+def secrets_of(values):
+    """The secret strings among ``values`` (strings, lists and mappings, nested), each once, longest first; empty
+    and too short ones left out (a placeholder such as '' is no secret)."""
+    found = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and len(value.strip()) >= MIN_SECRET:
+            found.add(value.strip())
+    walk(values)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def _forms(secret):
+    """A secret as a text may hold it: as it is, JSON-escaped, shell-quoted."""
+    return [f for f in dict.fromkeys([secret, json.dumps(secret)[1:-1], shlex.quote(secret)]) if f]
+
+
+def redact(text, secrets):
+    """``text`` with the secrets (by value, longest first, also JSON-escaped or shell-quoted), URL credentials (any
+    characters), signature query parameters, tokens of the well-known shapes and the whole values of secret-named
+    assignments (quoted ones with their spaces) replaced by ``***``; and how many replacements were made."""
+    count = 0
+    for secret in secrets:
+        for form in _forms(secret):
+            if form in text:
+                count += text.count(form)
+                text = text.replace(form, REDACTED)
+    text, n = masking.mask_userinfo(text)
+    count += n
+    masked = masking.mask_url(text)  # the signature parameters (the user part is masked already)
+    count += masked.count(REDACTED) - text.count(REDACTED)
+    text, n = masking.mask_tokens(masked)
+    count += n
+
+    def assignment(match):
+        name, sep = match.group(1), match.group(2)
+        value = next(v for v in (match.group(3), match.group(4), match.group(5)) if v is not None)
+        if not masking.secret_name(name) or value.strip().lower() in _NOT_SECRET_VALUES:
+            return match.group(0)
+        quote = '"' if match.group(3) is not None else "'" if match.group(4) is not None else ""
+        assignment.count += 1
+        return name + sep + quote + REDACTED + quote
+    assignment.count = 0
+    text = _ASSIGNMENT.sub(assignment, text)
+    return text, count + assignment.count
+
+
+def tail(path, max_lines, max_bytes=1 << 20):
+    """The last ``max_lines`` lines of a text file (reading at most its last ``max_bytes``), or None when it is not
+    there."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - max_bytes))
+        data = handle.read().decode("utf-8", errors="replace")
+    return "\n".join(data.split("\n")[-max_lines - 1:])
+
+
+def newest(folder, pattern, count):
+    """The ``count`` newest files under ``folder`` (walked) whose names match ``pattern`` (a regex)."""
+    found = []
+    if os.path.isdir(folder):
+        for root, _dirs, files in os.walk(folder):
+            for name in files:
+                if re.search(pattern, name):
+                    path = os.path.join(root, name)
+                    try:
+                        found.append((os.path.getmtime(path), path))
+                    except OSError:
+                        continue
+    return [path for _mtime, path in sorted(found, reverse=True)[:count]]
+
+
+def write(path, members, secrets):
+    """Write ``members`` ({name in the archive: text}) redacted into the gzipped tar ``path`` (0600: until its owner
+    has read it, it is theirs). Returns {"members": [names], "redacted": count}."""
+    total = 0
+    now = int(time.time())
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = path + ".partial"
+    with tarfile.open(partial, "w:gz") as archive:
+        for name in sorted(members):
+            text, count = redact(members[name] if members[name] is not None else "", secrets)
+            total += count
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode, info.uid, info.gid = len(data), now, 0o644, 0, 0
+            archive.addfile(info, io.BytesIO(data))
+    os.chmod(partial, 0o600)
+    os.replace(partial, path)
+    return {"members": sorted(members), "redacted": total}

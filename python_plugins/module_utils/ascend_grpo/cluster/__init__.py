@@ -1,0 +1,1 @@
+"""The cluster stage: Ray's nodes and the firewall that keeps their ports to the members."""

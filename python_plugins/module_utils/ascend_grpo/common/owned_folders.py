@@ -1,0 +1,161 @@
+"""The folders the package owns in the training environment, each for one use, and the path settings that would
+name one of them for another use: a venv setting at another stage's venv or at the folder of venvs, the checkpoint
+folder at the state folder, the eval folder at the run's. A stage that replaces what it finds in its folder (a venv
+that cannot serve, a verl tree, a merge target, a dataset) moves it aside: pointed at a folder the package keeps for
+something else, it would move that away.
+
+No list kept by hand: the owned folders are the settings of the roles' ``defaults/main.yml`` derived from the
+workspace (``grpo_workspace``) or the stack's venv (``grpo_stack_venv``), directly or through each other, whose
+names say they hold a path (``_dir``, ``_venv``, ``_path``, ``_root``, ``_cache``, ``_workspace``). The defaults
+also say what is by design: ``a: "{{ b }}"`` names b's folder again (deps_pinning_venv is the stack's venv), and
+``a: "{{ b }}/jobs"`` puts a inside b. Anything else inside the workspace is fine; two settings on one folder, or
+one inside another, is refused naming both.
+
+Standard library only, but for reading the defaults files (YAML, on the controller).
+"""
+
+import os
+import posixpath
+import re
+
+ROOTS = ("grpo_workspace", "grpo_stack_venv")
+# folders that exist to hold the others
+HOLDERS = ("grpo_workspace",)
+_PATH_NAME = re.compile(r".*_(dir|venv|path|root|cache|workspace)")
+_REF = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\|\s*default\([^)]*\)\s*)?\}\}")
+# An empty value that still means a folder the package owns: verl's tree is <workspace>/verl unless set
+# (ascend_grpo.common.workspace.verl_dir).
+EMPTY_MEANS = {"deps_pinning_verl_path": "{{ grpo_workspace }}/verl"}
+
+
+def defaults(root):
+    """Every role's defaults, as written (``{name: text}``)."""
+    import yaml
+
+    out = {}
+    roles = os.path.join(root, "roles")
+    for role in sorted(os.listdir(roles)):
+        path = os.path.join(roles, role, "defaults", "main.yml")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                out.update({k: v for k, v in (yaml.safe_load(handle) or {}).items() if isinstance(v, str)})
+    out.update(EMPTY_MEANS)
+    return out
+
+
+def owned(texts):
+    """The names of the owned folders among ``texts`` (the defaults), derived from the roots."""
+    names = set(ROOTS)
+    grown = True
+    while grown:
+        grown = False
+        for name, text in texts.items():
+            if name in names or not _PATH_NAME.fullmatch(name):
+                continue
+            if any(ref in names for ref, _ in _REF.findall(text)):
+                names.add(name)
+                grown = True
+    return names
+
+
+def _design(texts, name):
+    """(the setting ``name``'s default names again, the setting it sits inside by design), from its default."""
+    text = texts.get(name, "").strip()
+    whole = _REF.fullmatch(text)
+    if whole:
+        return whole.group(1), None
+    inside = re.match(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/", text)
+    return None, inside.group(1) if inside else None
+
+
+def resolve(texts, names, values):
+    """Each owned folder's path: the value given (the stage's own settings, what the user set), else its default
+    rendered with the others (a default this cannot render, one with filters, is left out)."""
+    out, busy = {}, set()
+
+    def value(name):
+        if name in out:
+            return out[name]
+        given = values.get(name)
+        if isinstance(given, str) and given:
+            out[name] = given
+        elif name in busy or name not in texts:  # a loop of defaults, or no default: unknown
+            out[name] = None
+        elif name in values and name not in EMPTY_MEANS:  # set empty: off (deps_pinning_venv: no venv)
+            out[name] = None
+        else:  # its default (an empty value with a meaning of its own, EMPTY_MEANS, is in texts)
+            busy.add(name)
+            out[name] = _render(texts[name], value)
+            busy.discard(name)
+        return out[name]
+
+    for name in names:
+        value(name)
+    return {name: path for name, path in out.items() if name in names and path and path.startswith("/")}
+
+
+def _render(text, value):
+    def one(match):
+        got = value(match.group(1))
+        if got is None:
+            raise KeyError(match.group(1))
+        return got
+
+    try:
+        rendered = _REF.sub(one, text)
+    except KeyError:
+        return None
+    return rendered if "{{" not in rendered and "{%" not in rendered else None
+
+
+def problems(own, values, texts):
+    """The overlaps of the owned folders that involve one of ``own`` (the stage's own settings), each naming both
+    settings and the fix. ``values``: the settings' values the stage knows; ``texts``: the defaults."""
+    names = owned(texts)
+    paths = {name: posixpath.normpath(path) for name, path in resolve(texts, names | set(own), values).items()}
+    same, inside = {}, {}
+    for name in paths:
+        same[name], inside[name] = _design(texts, name)
+
+    def base(name):  # the folder a setting names by design (deps_pinning_venv: grpo_stack_venv's)
+        seen = set()
+        while same.get(name) and name not in seen:
+            seen.add(name)
+            name = same[name]
+        return name
+
+    out, done = [], set()
+    for mine in [n for n in own if n in paths]:
+        equal, holds, within, shown = [], [], [], set()
+        for other in sorted(paths, key=lambda name: (base(name) != name, name)):
+            if other == mine or base(other) == base(mine) or frozenset((mine, other)) in done:
+                continue
+            done.add(frozenset((mine, other)))
+            if base(other) in shown:  # named again by design (deps_pinning_venv is grpo_stack_venv's): said once
+                continue
+            shown.add(base(other))
+            a, b = paths[mine], paths[other]
+            if a == b:
+                equal.append(other)
+            elif a.startswith(b.rstrip("/") + "/") and not _may_hold(base(other), mine, inside, base):
+                within.append("%s (%s)" % (other, b))
+            elif b.startswith(a.rstrip("/") + "/") and not _may_hold(base(mine), other, inside, base):
+                holds.append("%s (%s)" % (other, b))
+        # the same folder as another says enough: what that one holds is the other's business
+        found = (["it is the folder %s name%s" % (" and ".join(equal), "" if len(equal) > 1 else "s")]
+                 if equal else ["it holds %s" % ", ".join(holds)] if holds else []) + \
+            (["it is inside %s" % ", ".join(within)] if within else [])
+        if found:
+            out.append("%s (%s) names a folder the package keeps for something else: %s. What the stage does with "
+                       "%s (making it, replacing or moving aside what it finds there) would take that: give %s a "
+                       "folder of its own, neither inside nor holding another one" % (mine, paths[mine],
+                                                                                       "; ".join(found), mine, mine))
+    return out
+
+
+def _may_hold(outer, name, inside, base):
+    """Whether the folder ``outer`` names may hold ``name``'s: the workspace holds them all; otherwise only what
+    sits in it by design (the jobs in the state folder)."""
+    if outer in HOLDERS:
+        return True
+    return inside.get(name) is not None and base(inside[name]) == outer

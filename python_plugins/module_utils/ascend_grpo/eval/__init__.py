@@ -1,0 +1,1 @@
+"""The eval stage: the checkpoint chosen, OpenCompass's results and the report."""

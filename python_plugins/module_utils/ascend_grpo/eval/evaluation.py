@@ -1,0 +1,582 @@
+# -*- coding: utf-8 -*-
+"""The eval stage's decisions, in plain Python: which checkpoint, whether its merge is current, whether a kept
+OpenCompass result answers the question again, what OpenCompass's own result files say, and the report.
+
+Nothing here runs OpenCompass or the merger; the role runs them and this module reads what they wrote.
+"""
+
+import csv
+import datetime
+import glob
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+from ..common import rerun, secrets, workspace
+
+MERGE_MANIFEST = ".grpo-merge.json"
+LATEST = "latest_checkpointed_iteration.txt"
+_STEP_DIR = re.compile(r"^global_step_(\d+)$")
+_TIMESTAMP_DIR = re.compile(r"^\d{8}_\d{6}$")
+
+class EvalError(Exception):
+    """A refusal whose message names the setting to change."""
+
+
+def _step_of(name):
+    match = _STEP_DIR.match(name)
+    return int(match.group(1)) if match else None
+
+
+_SHARD = re.compile(r"^model_world_size_(\d+)_rank_(\d+)\.pt$")
+
+
+def _shards_whole(actor_dir):
+    """Every rank's model shard is there: model_world_size_W_rank_0 .. W-1 (what the merger reads)."""
+    try:
+        names = os.listdir(actor_dir)
+    except OSError:
+        return False
+    ranks = {}
+    for name in names:
+        match = _SHARD.match(name)
+        if match:
+            ranks.setdefault(int(match.group(1)), set()).add(int(match.group(2)))
+    return any(found == set(range(world)) for world, found in ranks.items())
+
+
+def checkpoint_steps(ckpt_dir):
+    """The step folders of a run's checkpoint folder, split into whole saves and cut ones, by the order verl's
+    trainer saves in (RayPPOTrainer._save_checkpoint at 634bd935): every rank's actor (and critic) shards, then the
+    dataloader's ``data.pt`` in the step folder, then ``latest_checkpointed_iteration.txt`` ("for atomic usage").
+    A step is whole when its actor shards of every rank and its ``data.pt`` are there and it is not beyond the step
+    the record names; anything else was cut during its save (or is being saved now): verl's resume skips it (it
+    loads the recorded step), and nothing here merges it.
+
+    Returns ``{"saved": [...], "incomplete": [...], "latest": N or None}``, steps ascending."""
+    latest = read_int(os.path.join(ckpt_dir, LATEST))
+    saved, incomplete = [], []
+    try:
+        names = os.listdir(ckpt_dir)
+    except OSError:
+        names = []
+    for name in names:
+        step = _step_of(name)
+        if step is None:
+            continue
+        folder = os.path.join(ckpt_dir, name)
+        whole = (_shards_whole(os.path.join(folder, "actor")) and os.path.isfile(os.path.join(folder, "data.pt"))
+                 and (latest is None or step <= latest))
+        (saved if whole else incomplete).append(step)
+    return {"saved": sorted(saved), "incomplete": sorted(incomplete), "latest": latest}
+
+
+def saved_steps(ckpt_dir):
+    """Steps whose save finished (:func:`checkpoint_steps`), ascending."""
+    return checkpoint_steps(ckpt_dir)["saved"]
+
+
+def read_int(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pick(ckpt_dir, step=0, inventory=""):
+    """The checkpoint to evaluate: ``step`` when given (>0), else the newest recorded by verl. ``inventory``: the -i
+    words the command to train first carries (:mod:`rerun`).
+
+    Returns step, actor_dir, saved (all saved steps) and latest (what verl's record names)."""
+    if not os.path.isdir(ckpt_dir):
+        raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (%s), or point "
+                        "grpo_eval_checkpoint_dir at a run's checkpoint folder."
+                        % (ckpt_dir, rerun.command("train", inventory)))
+    steps = checkpoint_steps(ckpt_dir)
+    saved, latest = steps["saved"], steps["latest"]
+    if not saved:
+        raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N whose save finished: "
+                        "every rank's actor shards and data.pt). Let the run reach trainer.save_freq or its last "
+                        "step first." % ckpt_dir)
+    if step:
+        if step in steps["incomplete"]:
+            raise EvalError("grpo_eval_step: step %d in %s was cut during its save (a shard or data.pt is missing, "
+                            "or verl's record names step %s): it is not merged; saved steps: %s. Set grpo_eval_step "
+                            "to one of them (or 0 for the newest)." % (step, ckpt_dir, latest,
+                                                                       ", ".join(map(str, saved))))
+        if step not in saved:
+            raise EvalError("grpo_eval_step: step %d was not saved in %s; saved steps: %s. Set grpo_eval_step to "
+                            "one of them (or 0 for the newest)." % (step, ckpt_dir, ", ".join(map(str, saved))))
+        chosen = step
+    elif latest in saved:
+        chosen = latest
+    else:
+        # verl writes the record after the folder; a record naming a missing step means a cut save
+        chosen = saved[-1]
+    return {"step": chosen, "actor_dir": os.path.join(ckpt_dir, "global_step_%d" % chosen, "actor"),
+            "saved": saved, "incomplete": steps["incomplete"], "latest": latest}
+
+
+def _files(root, exclude=()):
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            if rel in exclude or not os.path.isfile(path):
+                continue
+            out.append(rel)
+    return out
+
+
+def fingerprint(root, files=None, exclude=()):
+    """sha256 over (name, size, mtime) of the files: equal when nothing was written since, without reading
+    gigabytes of shards on every rerun."""
+    digest = hashlib.sha256()
+    for rel in files if files is not None else _files(root, exclude):
+        stat = os.stat(os.path.join(root, rel))
+        digest.update(("%s\0%d\0%d\n" % (rel, stat.st_size, stat.st_mtime_ns)).encode())
+    return digest.hexdigest()
+
+
+def checkpoint_fingerprint(actor_dir):
+    """What the merged model is made of: the model shards and the Hugging Face config/tokenizer beside them
+    (the optimizer state does not reach the merged folder)."""
+    files = sorted(os.path.relpath(p, actor_dir)
+                   for p in glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt")))
+    hf_dir = os.path.join(actor_dir, "huggingface")
+    if os.path.isdir(hf_dir):
+        files += [os.path.join("huggingface", rel) for rel in _files(hf_dir)]
+    return fingerprint(actor_dir, files)
+
+
+read_json = workspace.read_json
+
+
+def writable_problem(path):
+    """None when ``path`` (or the folder that would hold it) can be written, else why not. Probes with a real
+    file, which root on a read-only mount cannot make either."""
+    probe_dir = workspace.nearest_existing(path)
+    if not os.path.isdir(probe_dir):
+        return "%s exists and is not a folder" % probe_dir
+    try:
+        handle, name = tempfile.mkstemp(prefix=".grpo-probe-", dir=probe_dir)
+    except OSError as err:
+        return "%s cannot be written (%s)" % (probe_dir, err.strerror or err)
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
+def merge_plan(actor_dir, target, step):
+    """Whether ``target`` must be (re)made from the checkpoint in ``actor_dir``.
+
+    action is none (the merged folder matches this checkpoint and nobody changed it since) or merge; backup is
+    true when a folder is there that must be kept aside first (not ours, another checkpoint's, or edited)."""
+    source = checkpoint_fingerprint(actor_dir)
+    plan = {"action": "merge", "backup": False, "step": step, "source_fingerprint": source, "target": target}
+    if not os.path.isdir(target):
+        plan["reason"] = "no merged folder yet"
+        return plan
+    if not os.listdir(target):
+        plan["reason"] = "the merged folder is empty"
+        return plan
+    manifest = read_json(os.path.join(target, MERGE_MANIFEST))
+    plan["backup"] = True
+    if not isinstance(manifest, dict):
+        plan["reason"] = "the folder holds no merge record (kept aside, then merged)"
+    elif manifest.get("source_fingerprint") != source or manifest.get("step") != step:
+        plan["reason"] = "it was merged from another checkpoint (step %s) or the checkpoint was written since" % (
+            manifest.get("step"),)
+    elif manifest.get("merged_fingerprint") != fingerprint(target, exclude=(MERGE_MANIFEST,)):
+        plan["reason"] = "its files changed since the merge (kept aside, then merged again)"
+    else:
+        plan.update(action="none", backup=False, reason="it matches step %d's checkpoint" % step)
+    return plan
+
+
+def merge_record(target, step, actor_dir, source_fingerprint, when):
+    """The record written into a merged folder (after the merge)."""
+    return {"step": step, "checkpoint": actor_dir, "source_fingerprint": source_fingerprint,
+            "merged_fingerprint": fingerprint(target, exclude=(MERGE_MANIFEST,)), "merged_at": when}
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def eval_key(model_fingerprint, data_sha256, settings):
+    """Names a result by everything that decides it: the model's files, the problems and the settings."""
+    blob = json.dumps({"model": model_fingerprint, "data": data_sha256, "settings": settings}, sort_keys=True)
+    return sha256_text(blob)[:16]
+
+
+def model_fingerprint(model_dir):
+    """The model files that decide its answers (weights, config, tokenizer, chat template)."""
+    keep = re.compile(r"(\.safetensors|\.bin|\.json|\.txt|\.model|\.jinja|\.tiktoken)$")
+    files = [rel for rel in _files(model_dir, exclude=(MERGE_MANIFEST,))
+             if keep.search(rel) and not os.path.basename(rel).startswith(".")]
+    return fingerprint(model_dir, files)
+
+
+def _results_files(work_dir, dataset):
+    """OpenCompass's per-model result files for ``dataset`` in its newest run folder (an older run's files do not
+    stand in for a newer run that wrote none)."""
+    runs = sorted((d for d in os.listdir(work_dir) if _TIMESTAMP_DIR.match(d)), reverse=True) \
+        if os.path.isdir(work_dir) else []
+    if not runs:
+        return None, []
+    return runs[0], sorted(glob.glob(os.path.join(work_dir, runs[0], "results", "*", dataset + ".json")))
+
+
+def _summary_value(run_dir, dataset, abbr):
+    """The figure OpenCompass's own summary CSV gives for ``dataset`` and ``abbr`` (None without one)."""
+    for path in sorted(glob.glob(os.path.join(run_dir, "summary", "summary_*.csv"))):
+        with open(path, encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("dataset") == dataset and abbr in row:
+                    try:
+                        return float(row[abbr])
+                    except (TypeError, ValueError):
+                        return None
+    return None
+
+
+def _is_correct(value):
+    """A detail's verdict: OpenCompass stores it as a bool, or as a list of one bool per sample."""
+    if isinstance(value, list):
+        return bool(value) and all(v is True for v in value)
+    return value is True
+
+
+def read_result(work_dir, dataset="math"):
+    """What OpenCompass wrote for one model in ``work_dir``: accuracy (0-100), problems, correct answers, the
+    result file and the summary's figure. Raises EvalError when the run left no result."""
+    run, files = _results_files(work_dir, dataset)
+    if not files:
+        raise EvalError("OpenCompass wrote no %s result under %s (see its log)" % (dataset, work_dir))
+    if len(files) > 1:
+        raise EvalError("OpenCompass wrote results for several models under %s: %s" % (work_dir, files))
+    path = files[0]
+    data = read_json(path)
+    if not isinstance(data, dict) or "accuracy" not in data:
+        raise EvalError("%s holds no accuracy (OpenCompass failed to score: %s)" % (
+            path, (data or {}).get("error", "unreadable") if isinstance(data, dict) or data is None else data))
+    details = data.get("details")
+    details = list(details.values()) if isinstance(details, dict) else (details or [])
+    correct = sum(1 for d in details if isinstance(d, dict) and _is_correct(d.get("correct")))
+    abbr = os.path.basename(os.path.dirname(path))
+    sha = workspace.sha256_file(path)
+    predictions = os.path.join(work_dir, run, "predictions", abbr, dataset + ".json")
+    return {"accuracy": float(data["accuracy"]), "problems": len(details), "correct": correct, "abbr": abbr,
+            "run": run, "result_file": path, "result_sha256": sha,
+            "predictions_file": predictions if os.path.isfile(predictions) else None,
+            "summary_accuracy": _summary_value(os.path.join(work_dir, run), dataset, abbr)}
+
+
+def _sourced(reference):
+    """The reference's figures that name a public source (repository, commit and file), each with that source;
+    a figure without one is dropped, so it is never printed."""
+    sources = reference.get("sources") or {}
+    out = []
+    for figure in reference.get("figures") or []:
+        source = sources.get(figure.get("source")) if isinstance(figure, dict) else None
+        if not isinstance(source, dict) or not all(source.get(k) for k in ("repository", "commit", "path")):
+            continue
+        if not isinstance(figure.get("accuracy"), (int, float)) or isinstance(figure.get("accuracy"), bool):
+            continue
+        out.append(dict(figure, source=source))
+    return out
+
+
+def source_text(source):
+    """A figure's source in one line: repository@commit, file, where in it."""
+    return "%s@%s, %s%s" % (source["repository"], str(source["commit"])[:8], source["path"],
+                            " (%s)" % source["where"] if source.get("where") else "")
+
+
+def _overrides(training):
+    """The launch's Hydra overrides (``key=value``, ``+key=value``) as {key: value text}."""
+    out = {}
+    for item in (training or {}).get("overrides") or []:
+        key, sep, value = str(item).partition("=")
+        if sep:
+            out[key.lstrip("+")] = value
+    return out
+
+
+def _int(value):
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def run_differences(run, meta, trained_steps):
+    """How the run behind the checkpoint differs from the reference run (``run`` of the reference data), each as a
+    sentence: the cards, the rollout's tensor parallel size, the train batch size, how far the run goes (a
+    reference step beyond its last step is out of reach), the chat template and the instruction. Unknowns are said
+    as such, never taken as equal."""
+    found = []
+    template = meta.get("chat_template") or {}
+    if not template.get("sha256"):
+        found.append("its chat template is not on record (the assets stage's record has none)")
+    elif template["sha256"] != run.get("chat_template_sha256"):
+        found.append("its chat template is not the sample's (%s: %s), so its prompts are not the sample's"
+                     % (template.get("source", "?"), template.get("origin") or "?"))
+    instruction = meta.get("instruction")
+    if not instruction:
+        found.append("the instruction its prompts end with is not on record")
+    elif instruction != run.get("instruction"):
+        found.append("its prompts end with another instruction (%r)" % instruction)
+    training = meta.get("training") or {}
+    if not training.get("overrides"):
+        found.append("its training configuration is not on record, so its cards, batch size and steps cannot be "
+                     "compared with the sample's")
+        return found
+    values = _overrides(training)
+    nnodes = _int(values.get("trainer.nnodes")) or 1
+    per_node = _int(values.get("trainer.n_gpus_per_node")) or 1
+    cards, ref_cards = nnodes * per_node, run.get("nnodes", 1) * run.get("n_gpus_per_node", 1)
+    if cards != ref_cards:
+        found.append("%d card%s, the sample's run %d" % (cards, "" if cards == 1 else "s", ref_cards))
+    tp = _int(values.get("actor_rollout_ref.rollout.tensor_model_parallel_size"))
+    if tp is not None and tp != run.get("rollout_tp"):
+        found.append("rollout tensor parallel size %d, the sample's %s" % (tp, run.get("rollout_tp")))
+    batch = _int(values.get("data.train_batch_size"))
+    if batch is not None and batch != run.get("train_batch_size"):
+        found.append("train batch size %d, the sample's %s" % (batch, run.get("train_batch_size")))
+    last, how = _int(values.get("trainer.total_training_steps")), "trainer.total_training_steps"
+    epochs, rows = _int(values.get("trainer.total_epochs")), _int(meta.get("train_rows"))
+    if last is None and epochs and batch and rows:
+        last, how = epochs * (rows // batch), "%d epochs of %d steps, %d problems at %d a batch" % (
+            epochs, rows // batch, rows, batch)
+    beyond = [s for s in trained_steps if last is not None and s > last]
+    if beyond:
+        found.append("it ends near step %d (%s), so the sample's step %s is out of its reach"
+                     % (last, how, ", ".join(map(str, beyond))))
+    elif last is None:
+        found.append("how many steps it runs is not on record")
+    return found
+
+
+def reference_for(reference, meta, step):
+    """The reference figures (``reference``: the data of roles/grpo_eval/files/reference.yml) when the model and
+    the data are the reference ones, each with its source, and how the run differs from the reference run; else
+    None. Only figures with a public source are there."""
+    if not isinstance(reference, dict):
+        return None
+    if ((meta.get("model") or "").rstrip("/") != reference.get("model")
+            or (meta.get("data") or "").rstrip("/") != reference.get("data")):
+        return None
+    figures = _sourced(reference)
+    base = next((f for f in figures if f.get("model") == "base"), None)
+    trained = {f["step"]: f for f in figures if f.get("model") == "trained" and isinstance(f.get("step"), int)}
+    if base is None and not trained:
+        return None
+    steps = sorted(trained)
+    step = _int(step)
+    pick = trained.get(step)
+    sources = []
+    for figure in ([base] if base else []) + [trained[s] for s in steps]:
+        if figure["source"] not in sources:
+            sources.append(figure["source"])
+    run = reference.get("run") or {}
+    return {"base": base["accuracy"] if base else None, "trained": pick["accuracy"] if pick else None,
+            "trained_steps": steps, "source": "; ".join(source_text(s) for s in sources), "sources": sources,
+            "run": run, "differences": run_differences(run, meta, steps) if run else [],
+            "note": None if pick or not steps else "the sample reports step%s %s, not step %s" % (
+                "s" if len(steps) > 1 else "", ", ".join(map(str, steps)), step)}
+
+
+def reference_run_text(run):
+    """The reference run in one line, for the report."""
+    if not run:
+        return ""
+    return ("the sample's run (%s: %d card%s, rollout tensor parallel size %s, train batch size %s, save_freq %s, "
+            "%s epochs) with the sample's chat template and instruction" % (
+                (run.get("script") or "?").rsplit("/", 1)[-1], run.get("nnodes", 1) * run.get("n_gpus_per_node", 1),
+                "" if run.get("nnodes", 1) * run.get("n_gpus_per_node", 1) == 1 else "s", run.get("rollout_tp"),
+                run.get("train_batch_size"), run.get("save_freq"), run.get("total_epochs")))
+
+
+def build_report(base, trained, meta):
+    """The report: base vs trained accuracy, their difference, the models evaluated, the checkpoint, the settings,
+    the training configuration, and notes on what the figures can and cannot say.
+
+    ``meta``: ``dataset``; ``model`` (where the base weights came from: a hub id or a folder) and ``base_dir`` (the
+    folder evaluated); ``data``; ``checkpoint`` (``step``, ``dir``, ``saved``, ``merged``: the trained folder
+    evaluated); ``settings``; ``training`` (the launch behind the checkpoint); ``note`` (a sentence the inventory
+    adds, e.g. the simulated host's); ``reference`` (the reference figures and run, roles/grpo_eval/files/
+    reference.yml), with what the run is compared to it by: ``chat_template`` and ``instruction`` (the assets
+    stage's record) and ``train_rows``.
+    """
+    diff = round(trained["accuracy"] - base["accuracy"], 2)
+    checkpoint = meta.get("checkpoint", {})
+    keep = ("accuracy", "correct", "problems", "result_file", "result_sha256", "evaluated_at")
+    report = {
+        "dataset": meta.get("dataset", "math_gen_a58d9d"),
+        "problems": trained["problems"],
+        "base": dict({k: base[k] for k in keep if k in base}, model=meta.get("base_dir") or base.get("model"),
+                     source=meta.get("model") or base.get("model")),
+        "trained": dict({k: trained[k] for k in keep if k in trained},
+                        model=checkpoint.get("merged") or trained.get("model"), step=checkpoint.get("step")),
+        "difference": diff,
+        "checkpoint": checkpoint,
+        "settings": meta.get("settings", {}),
+        "training": meta.get("training", {}),
+        "reference": reference_for(meta.get("reference"), meta, checkpoint.get("step")),
+    }
+    report["notes"] = report_notes(report, meta.get("note"))
+    return report
+
+
+def report_notes(report, note=None):
+    """What the figures can say: the weight of one problem, a warning when neither model solved any, and the
+    inventory's own ``note``."""
+    notes = []
+    problems = report["problems"]
+    if problems:
+        notes.append("%d problems: one problem is %.2f points of accuracy." % (problems, 100.0 / problems))
+    if report["base"].get("correct") == 0 and report["trained"].get("correct") == 0:
+        cut = report["settings"].get("max_out_len")
+        notes.append("Neither model solved a problem, so the difference says nothing about the training%s." % (
+            " (answers are cut at max_out_len = %s tokens)" % cut if cut else ""))
+    if note:
+        notes.append(str(note).strip())
+    return notes
+
+
+def _fmt(value):
+    return "-" if value is None else "%.2f" % value
+
+
+def render_markdown(report, brief=False):
+    """The report as markdown (what a person reads first). ``brief`` leaves out the training configuration and
+    OpenCompass's result files (the console shows the rest and names the file that has them)."""
+    ck = report["checkpoint"]
+    ref = report["reference"]
+    lines = ["# GRPO evaluation: %s" % report["dataset"], "",
+             "Checkpoint: step %s of %s" % (ck.get("step"), secrets.table_cell(ck.get("dir", "?"))), ""]
+    header = "| model | accuracy (%) | correct / problems |"
+    rule = "|---|---|---|"
+    if ref:
+        header += " sample (%) |"
+        rule += "---|"
+    lines += [header, rule]
+    rows = [("base", report["base"], ref and ref["base"]),
+            ("trained: step %s" % ck.get("step"), report["trained"], ref and ref["trained"])]
+    for name, res, sample in rows:
+        line = "| %s | %s | %d / %d |" % (name, _fmt(res["accuracy"]), res["correct"], res["problems"])
+        if ref:
+            line += " %s |" % _fmt(sample)
+        lines.append(line)
+    line = "| difference | %+.2f | |" % report["difference"]
+    if ref:
+        sample_diff = None if ref["trained"] is None else ref["trained"] - ref["base"]
+        line += " %s |" % ("-" if sample_diff is None else "%+.2f" % sample_diff)
+    lines.append(line)
+    if ref:
+        made = reference_run_text(ref.get("run"))
+        lines += ["", "Sample figures: %s%s%s." % (ref["source"], ", made by " + made if made else "",
+                                                   "; " + ref["note"] if ref["note"] else "")]
+        if ref.get("differences"):
+            lines += ["", "This run differs from the sample's: %s." % "; ".join(ref["differences"])]
+    base, trained = report["base"], report["trained"]
+    source = base.get("source")
+    # folders' and runs' names escaped: a newline or "|" in one cannot add a line or a row to the report
+    cell = secrets.table_cell
+    lines += ["", "Models evaluated:", "",
+              "- base: `%s`%s" % (cell(base.get("model")), ", the weights from `%s`" % cell(secrets.mask_url(source))
+                                  if source and source != base.get("model") else ""),
+              "- trained: `%s`, step %s of `%s` merged to Hugging Face format" % (
+                  cell(trained.get("model")), ck.get("step"), cell(ck.get("dir", "?")))]
+    if report.get("notes"):
+        lines += [""] + ["Note: %s" % note for note in report["notes"]]
+    settings = report["settings"]
+    if settings:
+        lines += ["", "## Evaluation settings", ""]
+        lines += ["- %s: `%s`" % (k, json.dumps(settings[k], sort_keys=True)) for k in sorted(settings)]
+    if brief:
+        return "\n".join(lines) + "\n"
+    training = report["training"]
+    if not training:
+        lines += ["", "Training configuration: not on record (the run's launches.jsonl has no launch before this "
+                      "checkpoint was written)."]
+    else:
+        lines += ["", "## Training configuration (the launch that wrote this checkpoint)", ""]
+        for key in ("run_dir", "profile", "started_at", "script_sha1"):
+            if training.get(key) is not None:
+                lines.append("- %s: `%s`" % (key, training[key]))
+        if training.get("overrides"):
+            lines += ["", "```"] + list(training["overrides"]) + ["```"]
+    lines += ["", "Figures from OpenCompass's result files:", "",
+              "- base: `%s` (sha256 %s)" % (report["base"].get("result_file"),
+                                            (report["base"].get("result_sha256") or "")[:12]),
+              "- trained: `%s` (sha256 %s)" % (report["trained"].get("result_file"),
+                                               (report["trained"].get("result_sha256") or "")[:12])]
+    return "\n".join(lines) + "\n"
+
+
+def _epoch(value):
+    """Seconds since the epoch from a number or the jobs' ISO time (2026-12-02T22:20:01+0000); None if neither."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return datetime.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return None
+
+
+def checkpoint_plan(checkpoint_dir, step, target_root, launches=None, inventory=""):
+    """The checkpoint to evaluate and what its merge needs, read-only: {step, saved, latest, actor_dir, target,
+    merge (none or merge), reason, written_at, launch (when the history has it), backup, source_fingerprint}.
+    Raises EvalError for a step that was not saved or a merge target that cannot be written."""
+    import glob
+
+    picked = pick(checkpoint_dir, step, inventory)
+    step, actor_dir = picked["step"], picked["actor_dir"]
+    target = os.path.join(target_root, "global_step_%d" % step)
+    problem = writable_problem(target)
+    if problem:
+        raise EvalError("grpo_eval_merged_root: the merged model cannot be written: %s. Point grpo_eval_merged_root "
+                        "at a writable folder (the workspace's models/merged by default)." % problem)
+    shards = glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt"))
+    written_at = max(os.stat(s).st_mtime for s in shards)
+    plan = merge_plan(actor_dir, target, step)
+    out = dict(step=step, saved=picked["saved"], latest=picked["latest"], actor_dir=actor_dir, target=target,
+               merge=plan["action"], reason=plan["reason"], written_at=written_at, backup=plan["backup"],
+               source_fingerprint=plan["source_fingerprint"])
+    if launches:
+        launch = launch_for(read_launches(launches), written_at)
+        if launch:
+            out["launch"] = launch
+    return out
+
+
+def launch_for(launches, written_at):
+    """The launch that wrote a checkpoint: the last one started before the checkpoint was written."""
+    before = [(t, l) for t, l in ((_epoch(l.get("started_at")), l) for l in launches)
+              if t is not None and t <= written_at]
+    return max(before, key=lambda pair: pair[0])[1] if before else None
+
+
+def read_launches(path):
+    """The run's launch history (one JSON object a line; unreadable lines are skipped)."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(item, dict):
+                    out.append(item)
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,1 @@
+"""The patch stage: the AST-guided patcher and the import checker."""
