@@ -14,7 +14,10 @@ description:
     sizes that do not divide, a card count or tensor parallel size that does not fit the visible cards, prompt
     plus response longer than the model's context, a missing model, data or reward file, a reward file without
     its function, too little disk for two checkpoints).
-  - Every problem is reported at once. Changes nothing; runs in check mode too.
+  - Every problem is reported at once. Runs in check mode too.
+  - When the run passes, writes its spec once, as data, in the workspace's state folder (C(<state_dir>/run-spec.json)):
+    the overrides as a mapping, the override words verl is launched with and the composed values the doctor, the
+    status, the eval stage and the support bundle read (C(ascend_grpo.train.run_spec)). Nothing else changes.
 extends_documentation_fragment:
   - grpo_inventory
 options:
@@ -25,7 +28,14 @@ options:
     type: path
     default: ""
   state_dir:
-    description: The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is.
+    description:
+      - The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is and where the run's
+        spec is written.
+      - Empty writes no spec.
+    type: path
+    default: ""
+  run_dir:
+    description: The run's folder, kept in the spec so that a reader knows which run it describes.
     type: path
     default: ""
   overrides:
@@ -47,9 +57,10 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Validate the run
+- name: Validate the run and write its spec
   verl_config_check:
     state_dir: /data/grpo/.grpo
+    run_dir: /data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single
     overrides: [algorithm.adv_estimator=grpo, actor_rollout_ref.rollout.n=8]
     cards: [0]
 """
@@ -67,9 +78,14 @@ verl_dir:
   type: str
   sample: /data/grpo/verl
 summary:
-  description: The composed values that matter most (batch sizes, n, lengths, devices, total epochs).
+  description: The composed values that matter most (batch sizes, n, lengths, devices, total epochs), as the spec has them.
   returned: success
   type: dict
+spec:
+  description: The spec's file (C(<state_dir>/run-spec.json)); empty without C(state_dir).
+  returned: success
+  type: str
+  sample: /data/grpo/.grpo/run-spec.json
 """
 
 import os
@@ -78,20 +94,15 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.train import overrides as ov
 from ansible.module_utils.ascend_grpo.common import rerun
-from ansible.module_utils.ascend_grpo.train import train_rules
+from ansible.module_utils.ascend_grpo.train import run_spec, train_rules
 from ansible.module_utils.ascend_grpo.common import workspace
-
-SUMMARY = ["algorithm.adv_estimator", "data.train_batch_size", "data.max_prompt_length",
-           "data.max_response_length", "actor_rollout_ref.actor.ppo_mini_batch_size",
-           "actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.n", "trainer.device",
-           "trainer.n_gpus_per_node", "trainer.total_epochs", "trainer.total_training_steps", "trainer.save_freq",
-           "trainer.resume_mode"]
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(verl_dir=dict(type="path", default=""),
                            state_dir=dict(type="path", default=""),
+                           run_dir=dict(type="path", default=""),
                            overrides=dict(type="list", elements="str", required=True),
                            cards=dict(type="list", elements="int", required=True),
                            config_name=dict(type="str", default="ppo_trainer"),
@@ -109,11 +120,9 @@ def main():
                          % (config_dir, p["config_name"], rerun.command("deps", p["inventory"])), errors=[])
     try:
         from omegaconf import OmegaConf
-        errors = ov.validate(config_dir, p["overrides"], p["config_name"])
-        cfg = None
-        if not errors:
-            composed, errors = ov.compose(config_dir, p["overrides"], p["config_name"])
-            cfg = OmegaConf.to_container(composed, resolve=True)
+        composed, errors = ov.check(config_dir, p["overrides"], p["config_name"])
+        cfg = OmegaConf.to_container(composed, resolve=True) if composed is not None else None
+        mapping = ov.as_mapping(p["overrides"]) if cfg is not None else None
     except ImportError as err:
         module.fail_json(msg="hydra and omegaconf are needed in the training environment: %s" % err, errors=[])
     if cfg is not None:
@@ -123,10 +132,14 @@ def main():
         module.fail_json(msg="The run would fail; change: " + "; ".join(
             e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
             for e in errors), errors=errors)
-    conf = train_rules.config(cfg)
-    summary = {key: train_rules._get(conf, key) for key in SUMMARY}  # pylint: disable=protected-access
-    module.exit_json(changed=False, errors=[], summary=summary, verl_dir=p["verl_dir"])
-
+    spec = run_spec.build(cfg, p["overrides"], mapping, run_dir=p["run_dir"], verl_dir=p["verl_dir"],
+                          config_name=p["config_name"])
+    changed, diff, where = False, None, ""
+    if p["state_dir"]:
+        where = run_spec.path(p["state_dir"])
+        changed, diff = run_spec.write(p["state_dir"], spec, check_mode=module.check_mode)
+    module.exit_json(changed=changed, errors=[], summary=spec["summary"], verl_dir=p["verl_dir"], spec=where,
+                     **({"diff": diff} if module._diff and changed else {}))  # pylint: disable=protected-access
 
 if __name__ == "__main__":
     main()

@@ -441,13 +441,36 @@ def type_errors(base_cfg, overrides, groups=()):
     return errors
 
 
-def validate(config_dir, overrides, config_name="ppo_trainer"):
-    """The errors of :func:`compose`, then those of :func:`type_errors` for the overrides compose accepted."""
+def check(config_dir, overrides, config_name="ppo_trainer"):
+    """``(cfg, errors)``: the configuration composed with the overrides (None when any is bad) and the errors of
+    :func:`compose`, then those of :func:`type_errors` for the overrides compose accepted. The run's configuration
+    is composed once here (and verl's defaults once, for the types): the caller keeps ``cfg``."""
     base_cfg, _ = compose(config_dir, [], config_name)
-    _, errors = compose(config_dir, overrides, config_name)
+    cfg, errors = compose(config_dir, overrides, config_name)
     rejected = {error["override"] for error in errors}
-    return errors + type_errors(base_cfg, [raw for raw in overrides if raw not in rejected],
-                                config_groups(config_dir))
+    errors = errors + type_errors(base_cfg, [raw for raw in overrides if raw not in rejected],
+                                  config_groups(config_dir))
+    return (None if errors else cfg), errors
+
+
+def validate(config_dir, overrides, config_name="ppo_trainer"):
+    """The errors of :func:`check`."""
+    return check(config_dir, overrides, config_name)[1]
+
+
+def as_mapping(overrides):
+    """``{dotted key: value}`` of well-formed overrides, as Hydra's own parser reads them (``+`` and ``~`` kept in
+    front of the key; a config group's choice under its group name). Imports hydra when called."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    out = {}
+    for raw in overrides:
+        override = parser.parse_override(raw)
+        mark = ("++" if override.is_force_add() else "+" if override.is_add() else "~" if override.is_delete()
+                else "")
+        out[mark + override.key_or_group] = None if override.is_delete() else override.value()
+    return out
 
 
 def _installed_verl_config_dir():
