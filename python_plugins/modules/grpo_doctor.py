@@ -9,7 +9,7 @@ short_description: Check a training environment before a GRPO launch (versions, 
 description:
   - Runs the doctor's probe with the stack's Python in the environment the run script sets (the C(environment) text,
     i.e. the rendered C(run_env.sh.j2) part of C(run_grpo.sh), sourced by bash), then judges what it found against
-    the deps stage's pins, the run's overrides and C(npu-smi info), one row per check (pass, fail, warn, or absent,
+    the deps stage's pins, the run's spec and C(npu-smi info), one row per check (pass, fail, warn, or absent,
     i.e. not on this host), each failure with its fix.
   - The checks are the installed versions against the pins and the pairs that must agree (torch and torch_npu, vLLM
     and vllm-ascend, what the platform package declares), the CANN libraries loadable and C(import torch_npu), a
@@ -38,15 +38,12 @@ options:
     type: path
     required: true
   state_dir:
-    description: The workspace's records folder (C(doctor.json) goes there).
+    description:
+      - The workspace's records folder (C(doctor.json) goes there). The run's spec (C(run-spec.json), written by the
+        train stage's check) is read there, for gpu_memory_utilization, the sleep mode, the device, the card counts,
+        the reward and the trackers; without one the module fails naming the command that writes it.
     type: path
     required: true
-  overrides:
-    description: The run's Hydra overrides (C(key=value)), for gpu_memory_utilization, the sleep mode, the device,
-      the card counts and the reward.
-    type: list
-    elements: str
-    default: []
   pins:
     description: The deps stage's pins (package to version).
     type: dict
@@ -120,7 +117,6 @@ EXAMPLES = r"""
     environment: "{{ lookup('ansible.builtin.template', 'run_env.sh.j2') }}"
     run_dir: /data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single
     state_dir: /data/grpo/.grpo
-    overrides: ["actor_rollout_ref.rollout.gpu_memory_utilization=0.8", "trainer.device=npu"]
     pins: {torch: "2.8.0", torch-npu: "2.8.0.post2"}
     cards: [0]
     npu_smi: "{{ smi.stdout }}"
@@ -162,90 +158,9 @@ record:
   type: str
 """
 
-import datetime
-import glob
-import hashlib
-import inspect
-import json
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.container import npu_smi
-from ansible.module_utils.ascend_grpo.train import doctor, doctor_probe, triage
-
-
-def _sha1(path):
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha1(handle.read()).hexdigest()
-    except OSError:
-        return None
-
-
-def _stat(path):
-    try:
-        found = os.stat(path)
-        return [int(found.st_mtime), found.st_size]
-    except OSError:
-        return None
-
-
-def container_start():
-    """This environment's boot and its first process's start (a restarted container is a new environment)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            boot = handle.read().strip()
-        with open("/proc/1/stat", encoding="ascii") as handle:
-            start = handle.read().rsplit(")", 1)[1].split()[19]
-        return boot + ":" + start
-    except (OSError, IndexError):
-        return None
-
-
-def installed_state(module, python):
-    """The Python's distributions as the folders say (a pip install or uninstall changes them)."""
-    try:
-        rc, out, _err = module.run_command([python, "-c", "import json, site, sysconfig; "
-                                            "print(json.dumps(sorted({sysconfig.get_paths()['purelib'], "
-                                            "sysconfig.get_paths()['platlib']})))"], handle_exceptions=False)
-    except OSError:  # no such Python: the probe says so, as a failure naming grpo_common_python
-        return None
-    if rc != 0:
-        return None
-    dists = []
-    for folder in json.loads(out):
-        dists += sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*.dist-info")))
-    return hashlib.sha1("\n".join(dists).encode("utf-8")).hexdigest()
-
-
-def run_probe(module, p, req, env_path):
-    """The probe's facts, run in the run's environment (bash sources it, then starts the stack's Python)."""
-    # the whole probe under coreutils' timeout: each step has its own deadline inside, this bounds a hung import
-    limit = 120 + p["deadline"] * (3 + len(p["cards"]))
-    argv = ["timeout", "--kill-after=10", str(limit), "bash", "-c", 'set -euo pipefail; source "$1"; shift; exec "$@"',
-            "grpo-doctor", env_path, p["python"], "-", json.dumps(req)]
-    rc, out, err = module.run_command(argv, data=inspect.getsource(doctor_probe), binary_data=True,
-                                      cwd=p["run_dir"] if os.path.isdir(p["run_dir"]) else None)
-    if rc in (124, 137):
-        return {"error": "the probe did not finish within %d s (a hung import, card or cluster)" % limit}
-    last = (out or "").strip().splitlines()[-1:] if out else []
-    try:
-        facts = json.loads(last[0]) if rc == 0 and last else None
-    except ValueError:
-        facts = None
-    if facts is None and rc == 127:
-        # bash's "command not found": the stack's Python itself is missing, a setting to fix, not a broken stack
-        return {"error": "the stack's Python (grpo_common_python: %s) could not run: it does not exist in the "
-                         "training environment; it comes from npu_container_stack_venv (grpo_stack_venv) and the deps "
-                         "stage installs it" % p["python"]}
-    if facts is None:
-        tail = " | ".join((err or out or "").strip().splitlines()[-3:])
-        return {"error": "the stack's Python did not answer in the run's environment (exit status %s): %s" % (
-            rc, tail or "no output")}
-    return facts
+from ansible.module_utils.ascend_grpo.train import doctor, run_spec
 
 
 def main():
@@ -253,9 +168,10 @@ def main():
         argument_spec=dict(
             python=dict(type="str", required=True), environment=dict(type="str", required=True, no_log=True),
             run_dir=dict(type="path", required=True), state_dir=dict(type="path", required=True),
-            overrides=dict(type="list", elements="str", default=[]), pins=dict(type="dict", default={}),
+            pins=dict(type="dict", default={}),
             accept=dict(type="list", elements="str", default=[]), cards=dict(type="list", elements="int", default=[]),
-            in_container=dict(type="bool", default=False), scripts=dict(type="list", elements="path", default=[]), npu_smi=dict(type="str", default=""),
+            in_container=dict(type="bool", default=False), scripts=dict(type="list", elements="path", default=[]),
+            npu_smi=dict(type="str", default=""),
             npu_smi_rc=dict(type="int", default=0), npu_smi_error=dict(type="str", default=""),
             npu_smi_command=dict(type="str", default="npu-smi"),
             cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
@@ -263,49 +179,11 @@ def main():
             inventory=dict(type="str", default="")),
         supports_check_mode=True,
     )
-    p = module.params
-    run = doctor.run_settings(triage.override_values(p["overrides"]))
     try:
-        smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
-    except npu_smi.NpuSmiParseError:
-        smi = None
-    req = doctor.request(run, p["cards"], p["cluster_address"] or None, p["deadline"], p["pins"])
-    stamp = doctor.fingerprint({
-        "environment": hashlib.sha1(p["environment"].encode("utf-8")).hexdigest(), "python": p["python"],
-        "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "in_container": p["in_container"],
-        "run": run, "request": req,
-        "scripts": {s: _stat(s) for s in p["scripts"]}, "reward": _sha1(run.get("reward_path") or ""),
-        "installed": installed_state(module, p["python"]), "start": container_start()})
-    path = os.path.join(p["state_dir"], "doctor.json")
-    before = workspace.read_json(path) or {}
-    probed = not (p["when"] == "changed" and before.get("fingerprint") == stamp and before.get("passed")
-                  and isinstance(before.get("facts"), dict))
-    if probed:
-        fd, env_path = tempfile.mkstemp(prefix="grpo-doctor-", suffix=".sh")  # mode 0600: the run's values
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(p["environment"])
-            facts = run_probe(module, p, req, env_path)
-        finally:
-            os.unlink(env_path)
-    else:
-        facts = before["facts"]
-    expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"],
-              "in_container": p["in_container"], "scripts": p["scripts"],
-              "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"],
-              "npu_smi_error": doctor.tool_error(p["npu_smi_command"], p["npu_smi_rc"], p["npu_smi_error"])}
-    rows = doctor.evaluate(facts, expect)
-    passed = not any(r["status"] == "fail" for r in rows)
-    result = {"fingerprint": stamp, "passed": passed, "summary": doctor.summary(rows), "rows": rows, "facts": facts,
-              "run": run, "cards": p["cards"]}
-    changed = False
-    if probed and not module.check_mode:
-        kept = {k: v for k, v in before.items() if k != "checked_at"}
-        if kept != result:
-            result_on_disk = dict(result, checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat())
-            changed = workspace.write_json(path, result_on_disk)
-    module.exit_json(changed=changed, rows=rows, lines=doctor.lines(rows), passed=passed, summary=result["summary"],
-                     failures=doctor.lines([r for r in rows if r["status"] == "fail"]), probed=probed, record=path)
+        result = doctor.checkup(module.params, module.run_command, check_mode=module.check_mode)
+    except run_spec.MissingSpec as err:
+        module.fail_json(msg=str(err))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 from grpo_testkit import FIXTURES, ROOT, run_module
 
 from ascend_grpo.container import npu_smi
-from ascend_grpo.train import doctor
+from ascend_grpo.train import doctor, run_spec
 
 PROBE = os.path.join(ROOT, "python_plugins", "module_utils", "ascend_grpo", "train", "doctor_probe.py")
 # DOMAIN.md: the guide's pins (vllm0.13.0 profile: torch-npu 2.8.0.post2, not 2.8.0), and what vllm-ascend 0.13.0
@@ -193,10 +193,11 @@ def test_nz_layout_and_uvloop_fail_with_their_fixes():
 
 @pytest.mark.parametrize("conf, free_cache_engine, mode, status", [
     # vllm-ascend camem.py asserts "expandable_segments:True" not in PYTORCH_NPU_ALLOC_CONF when sleep mode is on
-    ("expandable_segments:True", None, None, "fail"),            # verl's default: free_cache_engine True
-    ("expandable_segments:True", "False", None, "pass"),         # no sleep mode: no memory pool
-    ("expandable_segments:True", "False", "async", "fail"),      # verl's async server always sleeps
-    ("max_split_size_mb:256", None, None, "pass"),
+    # the run's spec holds the composed values: verl's default free_cache_engine True (rollout.yaml) when unset
+    ("expandable_segments:True", True, None, "fail"),            # verl's default: free_cache_engine True
+    ("expandable_segments:True", False, None, "pass"),           # no sleep mode: no memory pool
+    ("expandable_segments:True", False, "async", "fail"),        # verl's async server always sleeps
+    ("max_split_size_mb:256", True, None, "pass"),
 ])
 def test_the_allocator_against_the_rollout_sleep_mode(conf, free_cache_engine, mode, status):
     facts = healthy()
@@ -292,15 +293,25 @@ def yaml_version():
     return importlib.metadata.version("PyYAML")
 
 
+def _write_spec(state, summary, overrides=None):
+    spec = run_spec.build({}, [], overrides or {})
+    spec["summary"].update(summary)
+    run_spec.write(str(state), spec)
+    return spec
+
+
 def _module_params(tmp_path, environment):
     reward = tmp_path / "reward.py"
     reward.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                       "    return 1.0 if 'frac{1}{2}' in solution_str else 0.0\n", encoding="utf-8")
+    # the run's spec, as the train stage's check writes it (the doctor reads the run's values there)
+    _write_spec(tmp_path / ".grpo", {"trainer.device": "cpu", "trainer.n_gpus_per_node": 1, "trainer.nnodes": 1,
+                                     "actor_rollout_ref.rollout.free_cache_engine": False,
+                                     "actor_rollout_ref.rollout.gpu_memory_utilization": 0.5,
+                                     "custom_reward_function.path": str(reward),
+                                     "custom_reward_function.name": "compute_score"})
     return {"python": sys.executable, "environment": environment, "run_dir": str(tmp_path),
             "state_dir": str(tmp_path / ".grpo"), "cards": [0], "deadline": 30,
-            "overrides": ["trainer.device=cpu", "trainer.n_gpus_per_node=1",
-                          "actor_rollout_ref.rollout.free_cache_engine=False",
-                          "custom_reward_function.path=%s" % reward],
             "npu_smi": open(os.path.join(FIXTURES, "npu_smi", "910b_1card_23.txt"), encoding="utf-8").read(),
             "when": "changed"}
 
@@ -346,7 +357,8 @@ def test_the_module_says_so_when_the_environment_does_not_even_start(tmp_path):
 
 def test_a_tracker_without_its_package_fails_before_the_run_starts():
     # verl's own default when the script sets no trainer.logger: ["console", "wandb"] (ppo_trainer.yaml)
-    run = dict(RUN, loggers=doctor.VERL_DEFAULTS["loggers"])
+    # (the run's spec holds it: the composition fills verl's defaults in)
+    run = dict(RUN, loggers=doctor.run_settings({"trainer.logger": ["console", "wandb"]})["loggers"])
     row = by_check(doctor.evaluate(healthy(), expect(run=run)))["trackers"]
     assert row["status"] == "fail"
     assert row["detail"] == "trainer.logger [console,wandb]: wandb not installed in the stack"
@@ -387,3 +399,56 @@ def test_a_stack_python_that_does_not_exist_is_a_failure_naming_its_setting(tmp_
     row = result["rows"][0]
     assert row["check"] == "the training environment's Python"
     assert "grpo_common_python: %s" % params["python"] in row["detail"]
+
+
+# --- issue 45: the doctor reads the run's spec, in-process (the module's main() is its spec and doctor.checkup) ---
+
+DEFAULTS = {"pins": {}, "accept": [], "cards": [0], "in_container": False, "scripts": [], "npu_smi": "",
+            "npu_smi_rc": 0, "npu_smi_error": "", "npu_smi_command": "npu-smi", "cluster_address": "",
+            "deadline": 60, "when": "always", "inventory": ""}
+
+
+def _stand_in(facts):
+    """run_command as AnsibleModule has it: the probe answers ``facts``; the installed-state query an empty list."""
+    asked = []
+
+    def run_command(argv, **kwargs):
+        asked.append(argv)
+        if argv[0] == "timeout":
+            return 0, json.dumps(facts) + "\n", ""
+        return 0, "[]\n", ""
+    return run_command, asked
+
+
+def test_the_doctor_takes_the_runs_values_from_its_spec(tmp_path):
+    # gpu_memory_utilization 0.9 is nowhere in the overrides: the composition filled it in (the old parser took
+    # verl's default from a table of its own, 0.5)
+    _write_spec(tmp_path / ".grpo", {"trainer.device": "npu", "trainer.n_gpus_per_node": 1, "trainer.nnodes": 1,
+                                     "actor_rollout_ref.rollout.gpu_memory_utilization": 0.9,
+                                     "actor_rollout_ref.rollout.free_cache_engine": True,
+                                     "trainer.logger": ["console", "tensorboard"]},
+                overrides={"trainer.device": "npu"})
+    run_command, asked = _stand_in(healthy())
+    params = dict(DEFAULTS, python=sys.executable, environment="export A=1\n", run_dir=str(tmp_path),
+                  state_dir=str(tmp_path / ".grpo"),
+                  npu_smi=open(os.path.join(FIXTURES, "npu_smi", "910b_1card_23.txt"), encoding="utf-8").read())
+    result = doctor.checkup(params, run_command)
+    rows = by_check(result["rows"])
+    # 0.9 of the 910B card's 65536 MB (0.5, the old table's default, would be 32768)
+    assert rows["free HBM"]["detail"].endswith("the run takes 58982"), rows["free HBM"]
+    assert rows["trackers"]["detail"] == "trainer.logger: console, tensorboard %s" % healthy()["packages"]["tensorboard"]
+    assert "(free_cache_engine true, mode None)" in rows["allocator / sleep mode"]["detail"]
+    assert result["probed"] and result["changed"] and any(a[0] == "timeout" for a in asked)
+    assert json.loads((tmp_path / ".grpo" / "doctor.json").read_text())["run"]["utilization"] == "0.9"
+    # check mode: judged the same, nothing written
+    (tmp_path / ".grpo" / "doctor.json").unlink()
+    assert doctor.checkup(params, run_command, check_mode=True)["rows"] == result["rows"]
+    assert not (tmp_path / ".grpo" / "doctor.json").exists()
+
+
+def test_without_a_spec_the_doctor_names_the_command_that_writes_it(tmp_path):
+    params = dict(DEFAULTS, python=sys.executable, environment="", run_dir=str(tmp_path),
+                  state_dir=str(tmp_path / ".grpo"), inventory="-i inventories/sim")
+    with pytest.raises(run_spec.MissingSpec) as err:
+        doctor.checkup(params, _stand_in(healthy())[0])
+    assert "ansible-playbook site.yml -i inventories/sim --tags train" in str(err.value)

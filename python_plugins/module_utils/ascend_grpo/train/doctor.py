@@ -1,8 +1,8 @@
 """The doctor: what a training environment's facts mean, one row per check, each with its fix.
 
-Plain Python: the ``grpo_doctor`` module gathers the facts (``doctor_probe``, run inside the training environment
-with the run script's own environment; ``npu-smi info`` on the host) and calls :func:`evaluate`; pytest calls it
-with facts written by hand. A row is ``{"check", "status", "detail", "fix"}``; the status is ``pass``, ``fail``,
+Plain Python: :func:`checkup` (the ``grpo_doctor`` module's engine) gathers the facts (``doctor_probe``, run inside
+the training environment with the run script's own environment; ``npu-smi info`` on the host), reads the run's
+values from its spec (:mod:`run_spec`) and calls :func:`evaluate`; pytest calls it with facts written by hand. A row is ``{"check", "status", "detail", "fix"}``; the status is ``pass``, ``fail``,
 ``warn`` (the run may start, but look) or ``absent`` ("not on this host": the check needs what this host does not
 have, e.g. an NPU stack on the simulated host). Only ``fail`` stops a launch.
 
@@ -22,13 +22,19 @@ Where the rules come from (the threads users of this stack report, and the packa
 - each tracker of ``trainer.logger`` installed (verl imports it only once the trainer starts).
 """
 
+import datetime
+import glob
 import hashlib
+import inspect
 import json
+import os
 import re
+import tempfile
 
-from ..container import host_checks
+from ..container import host_checks, npu_smi
 from ..deps import pins as pins_engine
-from ..common import rerun
+from ..common import rerun, workspace
+from . import doctor_probe, run_spec
 from . import tracking as tracking_engine
 
 STATUSES = ("pass", "fail", "warn", "absent")
@@ -53,23 +59,28 @@ RUN_KEYS = {
     "mode": "actor_rollout_ref.rollout.mode",
     "loggers": "trainer.logger",
 }
-# verl's defaults at the guide's commit for what the run script may leave out (verl/trainer/config/rollout/
-# rollout.yaml: gpu_memory_utilization 0.5, free_cache_engine True, mode sync; ppo_trainer.yaml: device cuda, one
-# node of 8).
-VERL_DEFAULTS = {"utilization": "0.5", "free_cache_engine": "true", "device": "cuda", "nnodes": "1",
-                 "n_gpus_per_node": "8", "reward_name": "compute_score", "mode": "sync", "loggers": "[console,wandb]"}
 # vllm-ascend v0.13.0's sleep-mode allocator (device_allocator/camem.py, CaMemAllocator.__init__) asserts this
 # substring is not in PYTORCH_NPU_ALLOC_CONF ("Expandable segments are not compatible with memory pool").
 EXPANDABLE = "expandable_segments:True"
 
 
+def _text(value):
+    """A composed value as the checks compare it: booleans lower case, a list as Hydra writes one ([a,b])."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[%s]" % ",".join(_text(item) for item in value)
+    return str(value).strip("'\"")
+
+
 def run_settings(values):
-    """What the doctor needs from the run's overrides ({hydra key: text}, as ``triage.run_values`` reads the
-    rendered run script), with verl's defaults for what the script leaves out."""
+    """What the doctor needs of the run, from ``values`` ({dotted key: value}: the run's spec's composed summary,
+    :func:`ascend_grpo.train.run_spec.values`, where verl's own defaults are already filled in); None for a key the
+    run does not have."""
     out = {}
     for name, key in RUN_KEYS.items():
         value = values.get(key)
-        out[name] = VERL_DEFAULTS.get(name) if value in (None, "", "null") else str(value).strip("'\"")
+        out[name] = None if value in (None, "", "null") else _text(value)
     return out
 
 
@@ -462,3 +473,128 @@ def lines(rows):
         if row["fix"]:
             out.append("      fix: %s" % row["fix"])
     return out
+
+
+# --- the check-up the grpo_doctor module runs ------------------------------------------------------------------------
+# The probe runs in the run's environment through the caller's run_command (the module's AnsibleModule.run_command:
+# one way to reach the host), so this part is tested in-process with a stand-in.
+
+
+def _sha1(path):
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _stat(path):
+    try:
+        found = os.stat(path)
+        return [int(found.st_mtime), found.st_size]
+    except OSError:
+        return None
+
+
+def container_start():
+    """This environment's boot and its first process's start (a restarted container is a new environment)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        with open("/proc/1/stat", encoding="ascii") as handle:
+            start = handle.read().rsplit(")", 1)[1].split()[19]
+        return boot + ":" + start
+    except (OSError, IndexError):
+        return None
+
+
+def installed_state(run_command, python):
+    """The Python's distributions as the folders say (a pip install or uninstall changes them)."""
+    try:
+        rc, out, _err = run_command([python, "-c", "import json, site, sysconfig; "
+                                            "print(json.dumps(sorted({sysconfig.get_paths()['purelib'], "
+                                            "sysconfig.get_paths()['platlib']})))"], handle_exceptions=False)
+    except OSError:  # no such Python: the probe says so, as a failure naming grpo_common_python
+        return None
+    if rc != 0:
+        return None
+    dists = []
+    for folder in json.loads(out):
+        dists += sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*.dist-info")))
+    return hashlib.sha1("\n".join(dists).encode("utf-8")).hexdigest()
+
+
+def run_probe(run_command, p, req, env_path):
+    """The probe's facts, run in the run's environment (bash sources it, then starts the stack's Python)."""
+    # the whole probe under coreutils' timeout: each step has its own deadline inside, this bounds a hung import
+    limit = 120 + p["deadline"] * (3 + len(p["cards"]))
+    argv = ["timeout", "--kill-after=10", str(limit), "bash", "-c", 'set -euo pipefail; source "$1"; shift; exec "$@"',
+            "grpo-doctor", env_path, p["python"], "-", json.dumps(req)]
+    rc, out, err = run_command(argv, data=inspect.getsource(doctor_probe), binary_data=True,
+                               cwd=p["run_dir"] if os.path.isdir(p["run_dir"]) else None)
+    if rc in (124, 137):
+        return {"error": "the probe did not finish within %d s (a hung import, card or cluster)" % limit}
+    last = (out or "").strip().splitlines()[-1:] if out else []
+    try:
+        facts = json.loads(last[0]) if rc == 0 and last else None
+    except ValueError:
+        facts = None
+    if facts is None and rc == 127:
+        # bash's "command not found": the stack's Python itself is missing, a setting to fix, not a broken stack
+        return {"error": "the stack's Python (grpo_common_python: %s) could not run: it does not exist in the "
+                         "training environment; it comes from npu_container_stack_venv (grpo_stack_venv) and the deps "
+                         "stage installs it" % p["python"]}
+    if facts is None:
+        tail = " | ".join((err or out or "").strip().splitlines()[-3:])
+        return {"error": "the stack's Python did not answer in the run's environment (exit status %s): %s" % (
+            rc, tail or "no output")}
+    return facts
+
+
+def checkup(p, run_command, check_mode=False):
+    """The module's whole result: the run's values from its spec (:mod:`run_spec`; a missing one raises
+    :class:`run_spec.MissingSpec` naming the command that writes it), the probe (or the last passing facts while the
+    fingerprint holds), the rows, and the record ``<state_dir>/doctor.json`` written when it changed (not in check
+    mode). ``p``: the module's parameters; ``run_command(argv, **kwargs)`` -> (rc, stdout, stderr)."""
+    run = run_settings(run_spec.values(run_spec.read(p["state_dir"], p.get("inventory") or "")))
+    try:
+        smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
+    except npu_smi.NpuSmiParseError:
+        smi = None
+    req = request(run, p["cards"], p["cluster_address"] or None, p["deadline"], p["pins"])
+    stamp = fingerprint({
+        "environment": hashlib.sha1(p["environment"].encode("utf-8")).hexdigest(), "python": p["python"],
+        "pins": p["pins"], "accept": p["accept"], "cards": p["cards"], "in_container": p["in_container"],
+        "run": run, "request": req,
+        "scripts": {s: _stat(s) for s in p["scripts"]}, "reward": _sha1(run.get("reward_path") or ""),
+        "installed": installed_state(run_command, p["python"]), "start": container_start()})
+    path = os.path.join(p["state_dir"], "doctor.json")
+    before = workspace.read_json(path) or {}
+    probed = not (p["when"] == "changed" and before.get("fingerprint") == stamp and before.get("passed")
+                  and isinstance(before.get("facts"), dict))
+    if probed:
+        fd, env_path = tempfile.mkstemp(prefix="grpo-doctor-", suffix=".sh")  # mode 0600: the run's values
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(p["environment"])
+            facts = run_probe(run_command, p, req, env_path)
+        finally:
+            os.unlink(env_path)
+    else:
+        facts = before["facts"]
+    expect = {"pins": p["pins"], "accept": p["accept"], "run": run, "cards": p["cards"],
+              "in_container": p["in_container"], "scripts": p["scripts"],
+              "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"],
+              "npu_smi_error": tool_error(p["npu_smi_command"], p["npu_smi_rc"], p["npu_smi_error"])}
+    rows = evaluate(facts, expect)
+    passed = not any(r["status"] == "fail" for r in rows)
+    result = {"fingerprint": stamp, "passed": passed, "summary": summary(rows), "rows": rows, "facts": facts,
+              "run": run, "cards": p["cards"]}
+    changed = False
+    if probed and not check_mode:
+        kept = {k: v for k, v in before.items() if k != "checked_at"}
+        if kept != result:
+            result_on_disk = dict(result, checked_at=datetime.datetime.now(datetime.timezone.utc).isoformat())
+            changed = workspace.write_json(path, result_on_disk)
+    return dict(changed=changed, rows=rows, lines=lines(rows), passed=passed, summary=result["summary"],
+                failures=lines([r for r in rows if r["status"] == "fail"]), probed=probed, record=path)
