@@ -20,7 +20,7 @@ description:
     C(compare_root), also reads every run under it and returns them side by side. Changes nothing else.
 options:
   run_dir:
-    description: The run folder (holds C(run_grpo.sh) and C(logs/)).
+    description: The run folder (holds C(logs/) and C(launches.jsonl)).
     type: path
     required: true
   state_dir:
@@ -49,6 +49,14 @@ options:
     type: list
     elements: dict
     default: []
+  records_dir:
+    description:
+      - The workspace's state folder (C(<workspace>/.grpo)), where the train stage's check wrote the run's spec
+        (C(run-spec.json)); a triage fix names the run's values (its C(now 0.8)) from it.
+      - Empty, or no spec there (a run launched by an older version), the fix says the values are not known and
+        names the command that writes the spec.
+    type: path
+    default: ""
   inventory:
     description:
       - The C(-i) words of the inventory the user ran with (roles/grpo_common's C(grpo_common_inventory_args)), which
@@ -195,154 +203,9 @@ compare_table:
   type: str
 """
 
-import json
-import os
-import shutil
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import jobs, secrets, workspace
-from ansible.module_utils.ascend_grpo.eval import evaluation
-from ansible.module_utils.ascend_grpo.train import triage, verl_log
-
-
-def checkpoints(path):
-    """Saved steps as the eval stage counts them (evaluation.checkpoint_steps: a step whose save finished), the
-    step folders a cut save left (or a save going on now), and the step verl's record names."""
-    return dict(evaluation.checkpoint_steps(path), dir=path)
-
-
-def _run_values(run_dir):
-    """The overrides the run's script passes verl, for the fix's "now" values."""
-    path = os.path.join(run_dir, "run_grpo.sh")
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return triage.run_values(handle.read())
-
-
-def _read(path):
-    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-        return handle.read()
-
-
-def read_history(run_dir):
-    """(the current log's text, its parse, the run's history over every launch's log: verl_log.merge)."""
-    folder = os.path.join(run_dir, "logs")
-    names = sorted(name for name in os.listdir(folder) if name.startswith("grpo-") and name.endswith(".log")) \
-        if os.path.isdir(folder) else []
-    latest = os.path.join(folder, "latest.log")
-    current = os.path.realpath(latest) if os.path.isfile(latest) else None
-    segments, text, parsed = [], "", verl_log.parse("")
-    for name in names:
-        path = os.path.join(folder, name)
-        if os.path.realpath(path) != current:  # the current log is read last: it is the run's state
-            segments.append(verl_log.parse(_read(path)))
-    if current:
-        text = _read(current)
-        parsed = verl_log.parse(text)
-        segments.append(parsed)
-    return text, parsed, verl_log.merge(segments)
-
-
-def compare(root, this_run, this_state):
-    """Every run under ``root`` (<project>/<experiment> with a log), as the status's compare rows."""
-    rows = []
-    projects = sorted(os.listdir(root)) if os.path.isdir(root) else []
-    for project in projects:
-        folder = os.path.join(root, project)
-        for experiment in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-            run_dir = os.path.join(folder, experiment)
-            _, _, history = read_history(run_dir)
-            if not history["segments"]:
-                continue
-            row = verl_log.summary(history)
-            if os.path.realpath(run_dir) == os.path.realpath(this_run):
-                row["state"] = this_state
-            elif row["state"] in ("training", "starting"):
-                row["state"] = "unfinished"  # its log stops without an end; no job of this run is watched
-            row.update(project=project, experiment=experiment, run_dir=run_dir, segments=history["segments"],
-                       mean_step_time_s=verl_log.mean_step_time(history["steps"]))
-            rows.append({key: row.get(key) for key in (
-                "project", "experiment", "run_dir", "state", "step", "total_steps", "val_metric", "val_score",
-                "val_step", "best_val_score", "best_val_step", "score_mean", "mean_step_time_s", "segments")})
-    return rows
-
-
-def last_launch_overrides(run_dir):
-    """The overrides of the run's last launch (the last line of ``launches.jsonl``), or None."""
-    path = os.path.join(run_dir, "launches.jsonl")
-    try:
-        lines = [line for line in _read(path).splitlines() if line.strip()]
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("overrides"), list):
-            return entry["overrides"]
-        return None
-    return None
-
-
-def look(p):
-    job = jobs.status(p["state_dir"], p["job"])
-    log = os.path.join(p["run_dir"], "logs", "latest.log")
-    if not os.path.isfile(log):
-        log = job.get("log")
-    text, parsed, history = read_history(p["run_dir"])
-    summary = verl_log.summary(history, now=time.time(), started_at=None)
-    saved = checkpoints(p["checkpoint_dir"])
-    # the newest save that finished, from the folder (the log names a step when its save starts, also a cut one)
-    summary["last_checkpoint"] = saved["saved"][-1] if saved["saved"] else None
-    result = {"state": job["state"], "running": job["running"], "pid": job.get("pid"),
-              "exit_status": job.get("exit_status"), "log": log, "step": summary.get("step"),
-              "total_steps": summary.get("total_steps"), "steps_logged": len(parsed["steps"]),
-              "resumed_from": parsed.get("resumed_from"), "summary": summary,
-              "checkpoints": saved,
-              "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {},
-              "launch_overrides": last_launch_overrides(p["run_dir"]),
-              "last_log": {key: parsed.get(key) for key in ("total_steps", "batches_per_epoch", "total_epochs")},
-              "history": {"segments": history["segments"], "steps": [entry["step"] for entry in history["steps"]],
-                          "validations": [[entry["step"], entry["metrics"][summary["val_metric"]]]
-                                          for entry in history["validations"]
-                                          if summary["val_metric"] in entry["metrics"]]}}
-    if p["tensorboard_dir"]:
-        events = [name for _, _, names in os.walk(p["tensorboard_dir"]) for name in names
-                  if name.startswith("events.out.tfevents.")]
-        result["tensorboard"] = {"dir": p["tensorboard_dir"], "event_files": len(events)}
-    if job["state"] == "stopped":
-        result["error"] = "stopped on request at %s" % job["stopped_at"]
-    elif job["state"] == "failed":
-        where = workspace.nearest_existing(p["checkpoint_dir"])
-        free = shutil.disk_usage(where).free // (1 << 20) if os.path.isdir(where) else None
-        # the log's text is shown to a person: no control character reaches a terminal, no URL password is shown
-        result["error"] = secrets.mask_url(secrets.printable(verl_log.why_it_ended(
-            job.get("exit_status"), parsed.get("error"), job["tail"][-1] if job["tail"] else None, saved["saved"],
-            free), newlines=False))
-        result["traceback_tail"] = [secrets.mask_url(secrets.printable(line, newlines=False))
-                                    for line in parsed.get("traceback_tail") or job["tail"][-20:]]
-        if p["triage"]:
-            result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
-                                               job.get("exit_status"), free, _run_values(p["run_dir"]),
-                                               inventory=p["inventory"])
-    result["validating"] = bool(job["running"] and parsed.get("validating"))
-    if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
-        step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]
-                                         if result["resumed_from"] else " (of %s)" % result["total_steps"]
-                                         if result["total_steps"] else ": verl is starting")
-        if result["validating"]:
-            step += ": validating before training (trainer.val_before_train)"
-    else:
-        step = "step %s/%s" % (result["step"] if result["step"] is not None else "-", result["total_steps"] or "?")
-    metrics = ", ".join("%s %s" % (k, ("%.4g" % summary[k]) if isinstance(summary[k], float) else summary[k])
-                        for k in ("score_mean", "kl_loss", "response_length", "step_time_s")
-                        if summary.get(k) is not None)
-    result["progress"] = "%s: %s%s" % (job["state"], step, (" (" + metrics + ")") if metrics else "")
-    return result, history
+from ansible.module_utils.ascend_grpo.train import status_view
 
 
 def main():
@@ -351,27 +214,12 @@ def main():
                            checkpoint_dir=dict(type="path", required=True), job=dict(type="str", default="train"),
                            wait=dict(type="float", default=0), plot=dict(type="path"),
                            triage=dict(type="list", elements="dict", default=[]),
+                           records_dir=dict(type="path", default=""),
                            inventory=dict(type="str", default=""),
                            tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
         supports_check_mode=True,
     )
-    p = module.params
-    result, parsed = look(p)
-    deadline = time.monotonic() + p["wait"]
-    logged = result["steps_logged"]
-    while result["running"] and result["steps_logged"] == logged and time.monotonic() < deadline:
-        time.sleep(1.0)
-        result, parsed = look(p)
-    if p["compare_root"]:
-        result["compare"] = compare(p["compare_root"], p["run_dir"], result["state"])
-        result["compare_table"] = verl_log.render_compare(result["compare"])
-    if p["plot"] and parsed["steps"] and not module.check_mode:
-        try:
-            verl_log.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))
-            result["plot"] = p["plot"]
-        except ImportError as err:
-            result["plot_error"] = "no plot: %s" % err
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, **status_view.watch(module.params, check_mode=module.check_mode))
 
 
 if __name__ == "__main__":

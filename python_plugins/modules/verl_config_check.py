@@ -15,8 +15,8 @@ description:
     plus response longer than the model's context, a missing model, data or reward file, a reward file without
     its function, too little disk for two checkpoints).
   - Every problem is reported at once. Runs in check mode too.
-  - When the run passes, writes its spec once, as data, in the workspace's state folder (C(<state_dir>/run-spec.json)):
-    the overrides as a mapping, the override words verl is launched with and the composed values the doctor, the
+  - When the run passes, writes its spec once, as data, in the workspace's state folder (C(<state_dir>/run-spec.json))
+    with the overrides as a mapping, the override words verl is launched with and the composed values the doctor, the
     status, the eval stage and the support bundle read (C(ascend_grpo.train.run_spec)). Nothing else changes.
 extends_documentation_fragment:
   - grpo_inventory

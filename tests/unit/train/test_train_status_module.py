@@ -5,6 +5,12 @@ import time
 
 from grpo_testkit import run_module
 
+from ascend_grpo.train import status_view
+
+# the module's defaults (its main() is this spec and a call into status_view.watch)
+PARAMS = {"job": "train", "wait": 0, "plot": None, "triage": [], "records_dir": "", "inventory": "",
+          "tensorboard_dir": None, "compare_root": None}
+
 
 def test_a_half_written_step_is_not_a_saved_step(tmp_path):
     ckpt = tmp_path / "ckpt"
@@ -17,8 +23,8 @@ def test_a_half_written_step_is_not_a_saved_step(tmp_path):
     (ckpt / "latest_checkpointed_iteration.txt").write_text("2\n")
     (tmp_path / "run" / "logs").mkdir(parents=True)
     (tmp_path / "state").mkdir()
-    result = run_module("grpo_train_status", {"state_dir": str(tmp_path / "state"), "job": "train",
-                                              "run_dir": str(tmp_path / "run"), "checkpoint_dir": str(ckpt)})
+    result = status_view.watch(dict(PARAMS, state_dir=str(tmp_path / "state"), run_dir=str(tmp_path / "run"),
+                                    checkpoint_dir=str(ckpt)))  # in-process: the module's engine
     assert result["checkpoints"] == {"dir": str(ckpt), "saved": [1, 2], "incomplete": [3], "latest": 2}
     assert result["state"] == "absent" and os.listdir(tmp_path / "state") == []
 
@@ -40,14 +46,17 @@ def test_a_run_before_its_first_step_says_so(tmp_path):
 
 
 def test_a_failed_run_says_why_and_what_to_change_with_the_runs_values(tmp_path):
-    """The catalogue as the train stage passes it: the failure named, the fix with the value run_grpo.sh sets."""
+    """The catalogue as the train stage passes it: the failure named, the fix with the run's value from its spec."""
     import yaml
     from grpo_testkit import ROOT
 
-    state, run = tmp_path / "state", tmp_path / "run"
+    from ascend_grpo.train import run_spec
+
+    state, run, records = tmp_path / "state", tmp_path / "run", tmp_path / "ws" / ".grpo"
     (run / "logs").mkdir(parents=True)
-    (run / "run_grpo.sh").write_text("python3 -m verl.trainer.main_ppo \\\n"
-                                     "  'actor_rollout_ref.rollout.gpu_memory_utilization=0.8' \"$@\"\n")
+    # the run's spec, as the train stage's check writes it (data.max_response_length composed, not overridden)
+    run_spec.write(str(records), run_spec.build({"data": {"max_response_length": 1024}}, [],
+                                                {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.8}))
     log = run / "logs" / "latest.log"
     # what vLLM 0.13.0 raises (kv_cache_utils.check_enough_kv_cache_memory), then Ray's wrapper in the driver
     lines = ["(WorkerDict pid=7) ValueError: No available memory for the cache blocks. Try increasing "
@@ -63,11 +72,20 @@ def test_a_failed_run_says_why_and_what_to_change_with_the_runs_values(tmp_path)
     with open(os.path.join(ROOT, "roles", "grpo_train", "files", "triage.yml"), encoding="utf-8") as handle:
         catalogue = yaml.safe_load(handle)
     result = run_module("grpo_train_status", {"state_dir": str(state), "job": "train", "run_dir": str(run),
-                                              "checkpoint_dir": str(tmp_path / "c"), "triage": catalogue})
+                                              "checkpoint_dir": str(tmp_path / "c"), "triage": catalogue,
+                                              "records_dir": str(records)})
     assert result["state"] == "failed", result
     why = result["triage"]
     assert why["id"] == "kv_cache_does_not_fit" and why["line"] == 1, why
     assert "actor_rollout_ref.rollout.gpu_memory_utilization, now 0.8," in why["fix"]
+    assert "data.max_response_length, now 1024" in why["fix"]  # the spec's composed value, never overridden
+    # a run without a spec (launched by an older version): the fix says its values are unknown, and how to write it
+    (records / "run-spec.json").unlink()
+    unknown = run_module("grpo_train_status", {"state_dir": str(state), "job": "train", "run_dir": str(run),
+                                               "checkpoint_dir": str(tmp_path / "c"), "triage": catalogue,
+                                               "records_dir": str(records), "inventory": "-i inventories/sim"})
+    assert ("the run's values are not known: %s is missing" % (records / "run-spec.json")) in unknown["triage"]["fix"]
+    assert "ansible-playbook site.yml -i inventories/sim --tags train" in unknown["triage"]["fix"]
     assert why["upstream"] == ["https://github.com/vllm-project/vllm/blob/v0.13.0/vllm/v1/core/kv_cache_utils.py"]
     # without the catalogue: as before, no triage
     assert "triage" not in run_module("grpo_train_status", {"state_dir": str(state), "job": "train",

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from grpo_testkit import ROOT
 
-from ascend_grpo.train import triage
+from ascend_grpo.train import run_spec, triage
 
 CATALOGUE = os.path.join(ROOT, "roles", "grpo_train", "files", "triage.yml")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -64,17 +64,29 @@ def test_a_specific_failure_wins_over_the_worker_deaths_it_brings():
 
 
 def test_the_fix_names_the_runs_own_values():
-    script = ("python3 -m verl.trainer.main_ppo \\\n  'actor_rollout_ref.rollout.gpu_memory_utilization=0.8' \\\n"
-              "  data.max_prompt_length=192 \\\n  # data.max_response_length=99 is a comment\n"
-              "  +ray_kwargs.ray_init.num_gpus=1 \"$@\"\n")
-    values = triage.run_values(script)
-    assert values == {"actor_rollout_ref.rollout.gpu_memory_utilization": "0.8", "data.max_prompt_length": "192",
-                      "ray_kwargs.ray_init.num_gpus": "1"}
+    # the run's values come from its spec (the overrides as Hydra read them, over the composed summary), not from
+    # the run script read back
+    spec = run_spec.build({}, [], {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.8,
+                                   "data.max_prompt_length": 192, "+ray_kwargs.ray_init.num_gpus": 1})
+    values = {k: v for k, v in run_spec.values(spec).items() if v is not None}
+    assert values == {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.8, "data.max_prompt_length": 192,
+                      "ray_kwargs.ray_init.num_gpus": 1}
     verdict = triage.diagnose("ValueError: No available memory for the cache blocks.", ENTRIES, 1, values=values)
     assert "gpu_memory_utilization, now 0.8," in verdict["fix"]
     assert "data.max_prompt_length, now 192" in verdict["fix"]
     assert "data.max_response_length, now verl's default" in verdict["fix"]
     assert verdict["setting"] == "actor_rollout_ref.rollout.gpu_memory_utilization"
+
+
+def test_the_fix_names_a_composed_value_the_overrides_never_set():
+    # data.max_response_length is not overridden: the spec's composed summary has verl's value (the script reader
+    # could only say "verl's default")
+    spec = run_spec.build({"data": {"max_response_length": 1024, "max_prompt_length": 512}}, [],
+                          {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.8})
+    verdict = triage.diagnose("ValueError: No available memory for the cache blocks.", ENTRIES, 1,
+                              values=run_spec.values(spec))
+    assert "data.max_prompt_length, now 512" in verdict["fix"]
+    assert "data.max_response_length, now 1024" in verdict["fix"]
 
 
 def test_the_real_failed_run_is_unknown_and_shown_by_its_first_error_not_ray_noise():

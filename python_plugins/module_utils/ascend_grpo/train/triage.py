@@ -69,18 +69,6 @@ def validate(entries):
     return out
 
 
-def run_values(script_text):
-    """The Hydra overrides a rendered run script passes verl (``key=value`` words), as {key: value}: what a fix
-    names as the value now. Unquoted with shlex; comments dropped."""
-    import shlex
-
-    try:
-        words = shlex.split(script_text or "", comments=True)
-    except ValueError:
-        return {}
-    return override_values(words)
-
-
 def override_values(words):
     """{key: value} of the Hydra overrides among ``words`` (``key=value``, ``+key=value``; keys with a dot)."""
     out = {}
@@ -122,7 +110,8 @@ def _fill(template, values, inventory=""):
         name = match.group(1)
         if name.startswith("rerun."):
             return rerun.command(name[len("rerun."):], inventory)
-        return str(values.get(name, "verl's default"))
+        value = values.get(name, "verl's default")
+        return "null" if value is None else str(value)
     return _FIELD.sub(one, template)
 
 
@@ -131,8 +120,8 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None, invento
 
     ``text``: the run's log; ``entries``: :func:`validate`'s; ``exit_status``: the job's (None: none recorded);
     ``free_mb``: free space where checkpoints go; ``values``: {dotted key: value} the fix templates may name (the
-    run's overrides, :func:`run_values`); ``inventory``: the ``-i`` words the commands in a fix carry (empty: a
-    placeholder the user fills in).
+    run's values from its spec, :func:`ascend_grpo.train.run_spec.values`); ``inventory``: the ``-i`` words the
+    commands in a fix carry (empty: a placeholder the user fills in).
 
     Returns {"id", "cause", "fix", "setting", "upstream": [urls], "evidence": the matched line or condition,
     "line": its number or None, "first_error": [number, line] or None}; ``id`` is "unknown" when no entry holds
