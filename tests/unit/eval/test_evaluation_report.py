@@ -60,13 +60,26 @@ def _sample_template_sha256():
     return hashlib.sha256(_sample_tokenizer_config()["chat_template"].encode("utf-8")).hexdigest()
 
 
+def _spec(overrides, **summary):
+    """The run's spec as the train stage's check writes it (ascend_grpo.train.run_spec): the composed values of
+    these overrides (verl's own null total_training_steps where they leave it out)."""
+    values = {"trainer.total_training_steps": None}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        values[key] = int(value) if value.isdigit() else value
+    values.update(summary)
+    return {"version": 1, "argv": list(overrides), "summary": values}
+
+
 def _meta(model="Qwen/Qwen2.5-1.5B-Instruct", data="DigitalLearningGmbH/MATH-lighteval", step=280,
           overrides=None, template=None, reference=None):
+    overrides = SAMPLE_OVERRIDES if overrides is None else overrides
     return {"dataset": "math_gen_a58d9d", "model": model, "data": data,
             "checkpoint": {"step": step, "dir": "/ws/checkpoints/p/e", "saved": [140, 280]},
             "settings": {"max_out_len": 1024, "batch_size": 16},
             "training": {"started_at": "2026-12-01T10:00:00+0000", "profile": "npu-single",
-                         "overrides": SAMPLE_OVERRIDES if overrides is None else overrides},
+                         "overrides": overrides},
+            "run_spec": _spec(overrides),
             "reference": REFERENCE if reference is None else reference,
             "chat_template": template or {"source": "sample", "sha256": _sample_template_sha256(),
                                           "origin": "https://mirror.example/tokenizer_config.json"},
@@ -121,7 +134,7 @@ def test_a_run_with_another_template_or_batch_says_so():
         "its chat template is not the sample's (file: /ctl/roles/assets/files/x.jinja), so its prompts are not the "
         "sample's", "its prompts end with another instruction ('Solve it.')", "train batch size 128, the sample's 256"]
     # what is not on record is said, never taken as the sample's
-    meta = dict(_meta(), chat_template={}, instruction="", training={})
+    meta = dict(_meta(), chat_template={}, instruction="", training={}, run_spec={})
     ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert [d.split(" (")[0].split(",")[0] for d in ref["differences"]] == [
         "its chat template is not on record", "the instruction its prompts end with is not on record",
@@ -237,6 +250,22 @@ def test_the_console_report_has_the_whole_table_and_the_settings():
                  "Note: 5000 problems: one problem is 0.02 points of accuracy."):
         assert line in brief
     assert "algorithm.adv_estimator=grpo" not in brief and "algorithm.adv_estimator=grpo" in whole
+
+
+def test_what_the_run_is_comes_from_its_spec_not_its_launch_strings():
+    # the launch record names no card count; the spec's composed value (verl's default n_gpus_per_node 8, as
+    # ppo_trainer.yaml has it) is what the run is: parsing the launch's strings could only have guessed 1
+    meta = dict(_meta(), training={"started_at": "2026-12-01T10:00:00+0000", "overrides": ["trainer.save_freq=20"]},
+                run_spec=_spec(SAMPLE_OVERRIDES, **{"trainer.n_gpus_per_node": 8}))
+    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    assert ref["differences"] == ["8 cards, the sample's run 4"]
+    # a run launched by an older version has no spec: said, with the command that writes it
+    meta = dict(_meta(), run_spec={}, inventory="-i inventories/sim")
+    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    assert ref["differences"] == [
+        "its training configuration is not on record, so its cards, batch size and steps cannot be compared with the "
+        "sample's (the run's spec is written by the train stage's check: ansible-playbook site.yml -i "
+        "inventories/sim --tags train)"]
 
 
 def test_report_says_when_the_training_configuration_is_unknown():

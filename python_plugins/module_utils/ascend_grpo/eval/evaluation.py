@@ -299,14 +299,13 @@ def source_text(source):
                             " (%s)" % source["where"] if source.get("where") else "")
 
 
-def _overrides(training):
-    """The launch's Hydra overrides (``key=value``, ``+key=value``) as {key: value text}."""
-    out = {}
-    for item in (training or {}).get("overrides") or []:
-        key, sep, value = str(item).partition("=")
-        if sep:
-            out[key.lstrip("+")] = value
-    return out
+def _run_values(meta):
+    """What the run behind the checkpoint is: the composed values of its spec (``meta["run_spec"]``, the train
+    stage's ``run-spec.json``: ascend_grpo.train.run_spec), or None when there is none of this version."""
+    spec = meta.get("run_spec") or {}
+    if spec.get("version") != 1 or not isinstance(spec.get("summary"), dict):
+        return None
+    return spec["summary"]
 
 
 def _int(value):
@@ -318,7 +317,7 @@ def _int(value):
 
 def run_differences(run, meta, trained_steps):
     """How the run behind the checkpoint differs from the reference run (``run`` of the reference data), each as a
-    sentence: the cards, the rollout's tensor parallel size, the train batch size, how far the run goes (a
+    sentence (the run from its spec, ``meta["run_spec"]``, never from its launch's override strings): the cards, the rollout's tensor parallel size, the train batch size, how far the run goes (a
     reference step beyond its last step is out of reach), the chat template and the instruction. Unknowns are said
     as such, never taken as equal."""
     found = []
@@ -333,12 +332,12 @@ def run_differences(run, meta, trained_steps):
         found.append("the instruction its prompts end with is not on record")
     elif instruction != run.get("instruction"):
         found.append("its prompts end with another instruction (%r)" % instruction)
-    training = meta.get("training") or {}
-    if not training.get("overrides"):
+    values = _run_values(meta)
+    if values is None:
         found.append("its training configuration is not on record, so its cards, batch size and steps cannot be "
-                     "compared with the sample's")
+                     "compared with the sample's (the run's spec is written by the train stage's check: %s)"
+                     % rerun.command("train", meta.get("inventory") or ""))
         return found
-    values = _overrides(training)
     nnodes = _int(values.get("trainer.nnodes")) or 1
     per_node = _int(values.get("trainer.n_gpus_per_node")) or 1
     cards, ref_cards = nnodes * per_node, run.get("nnodes", 1) * run.get("n_gpus_per_node", 1)
