@@ -103,3 +103,25 @@ def test_check_mode_lists_the_members_and_writes_nothing(tmp_path):
     result = run_module("grpo_bundle", {"dest": str(tmp_path / "b.tar.gz"), "workspace": str(tmp_path),
                                         "run_dir": str(tmp_path / "run"), "python": sys.executable}, check=True)
     assert result["members"] == ["pip-freeze.txt"] and not (tmp_path / "b.tar.gz").exists()
+
+
+def test_the_bundle_holds_the_runs_spec_with_its_secrets_taken_out(tmp_path):
+    """issue 45: what the run is (its spec, written by the train stage's check) goes to the maintainers, redacted as
+    every other record."""
+    from ascend_grpo.train import run_spec
+
+    ws, run = tmp_path / "ws", tmp_path / "ws" / "runs" / "p" / "e"
+    run.mkdir(parents=True)
+    url = "https://me:%s@mirror.example/models" % INDEX
+    spec = run_spec.build({"data": {"train_batch_size": 4}, "actor_rollout_ref": {"model": {"path": url}}},
+                          ["data.train_batch_size=4", "actor_rollout_ref.model.path=%s" % url],
+                          {"data.train_batch_size": 4, "actor_rollout_ref.model.path": url})
+    run_spec.write(str(ws / ".grpo"), spec)
+    dest = tmp_path / "out" / "bundle.tar.gz"
+    result = run_module("grpo_bundle", {"dest": str(dest), "workspace": str(ws), "run_dir": str(run),
+                                        "python": sys.executable})
+    assert "records/run-spec.json" in result["members"]
+    with tarfile.open(dest) as archive:
+        text = archive.extractfile("records/run-spec.json").read().decode()
+    assert INDEX not in text and "https://***@mirror.example/models" in text
+    assert json.loads(text)["summary"]["data.train_batch_size"] == 4
