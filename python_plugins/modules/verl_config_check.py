@@ -38,6 +38,12 @@ options:
     description: The run's folder, kept in the spec so that a reader knows which run it describes.
     type: path
     default: ""
+  enforce:
+    description:
+      - Fail on a problem (the default). False (C(grpo_train_validate) false, and the doctor's own pass) reports
+        the problems as warnings and still writes the spec when the configuration composes.
+    type: bool
+    default: true
   overrides:
     description: The run's Hydra overrides, as on verl's command line.
     type: list
@@ -103,6 +109,7 @@ def main():
         argument_spec=dict(verl_dir=dict(type="path", default=""),
                            state_dir=dict(type="path", default=""),
                            run_dir=dict(type="path", default=""),
+                           enforce=dict(type="bool", default=True),
                            overrides=dict(type="list", elements="str", required=True),
                            cards=dict(type="list", elements="int", required=True),
                            config_name=dict(type="str", default="ppo_trainer"),
@@ -128,7 +135,12 @@ def main():
     if cfg is not None:
         errors = train_rules.check(cfg, train_rules.facts(cfg, p["cards"]), inventory=p["inventory"])
     errors = [{"key": e["key"], "message": e["message"]} for e in errors]
-    if errors:
+    if errors and not p["enforce"]:
+        for e in errors:
+            module.warn("%s: %s" % (e["key"], e["message"]))
+        if cfg is None:  # nothing composed: no spec to write
+            module.exit_json(changed=False, errors=errors, summary={}, verl_dir=p["verl_dir"], spec="")
+    elif errors:
         module.fail_json(msg="The run would fail; change: " + "; ".join(
             e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
             for e in errors), errors=errors)
@@ -138,7 +150,7 @@ def main():
     if p["state_dir"]:
         where = run_spec.path(p["state_dir"])
         changed, diff = run_spec.write(p["state_dir"], spec, check_mode=module.check_mode)
-    module.exit_json(changed=changed, errors=[], summary=spec["summary"], verl_dir=p["verl_dir"], spec=where,
+    module.exit_json(changed=changed, errors=errors, summary=spec["summary"], verl_dir=p["verl_dir"], spec=where,
                      **({"diff": diff} if module._diff and changed else {}))  # pylint: disable=protected-access
 
 if __name__ == "__main__":

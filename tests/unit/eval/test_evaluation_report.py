@@ -259,6 +259,10 @@ def test_what_the_run_is_comes_from_its_spec_not_its_launch_strings():
                 run_spec=_spec(SAMPLE_OVERRIDES, **{"trainer.n_gpus_per_node": 8}))
     ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert ref["differences"] == ["8 cards, the sample's run 4"]
+    # the workspace's spec of another run (the last one checked) is not this run's
+    meta = dict(meta, run_dir="/ws/runs/p/e", run_spec=dict(meta["run_spec"], run_dir="/ws/runs/p/other"))
+    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    assert ref["differences"][0].startswith("its training configuration is not on record")
     # a run launched by an older version has no spec: said, with the command that writes it
     meta = dict(_meta(), run_spec={}, inventory="-i inventories/sim")
     ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]

@@ -67,6 +67,15 @@ def test_a_missing_or_older_spec_names_the_command_that_writes_it(tmp_path):
     assert "ansible-playbook site.yml -i <your inventory> --tags train" in str(err.value)
 
 
+def test_a_spec_of_another_run_is_refused_when_the_reader_names_its_run(tmp_path):
+    run_spec.write(str(tmp_path), run_spec.build({}, [], {}, run_dir="/ws/runs/p/a"))
+    assert run_spec.read(str(tmp_path), run_dir="/ws/runs/p/a/")["run_dir"] == "/ws/runs/p/a"
+    with pytest.raises(run_spec.MissingSpec) as err:
+        run_spec.read(str(tmp_path), "-i inventories/sim", run_dir="/ws/runs/p/b")
+    assert "describes another run (/ws/runs/p/a), not /ws/runs/p/b" in str(err.value)
+    assert "ansible-playbook site.yml -i inventories/sim --tags train" in str(err.value)
+
+
 def test_the_spec_is_never_written_through_a_link(tmp_path):
     state = tmp_path / "ws" / ".grpo"
     state.mkdir(parents=True)
@@ -124,3 +133,11 @@ def test_the_check_module_writes_the_spec_once_with_check_mode_and_diff(tmp_path
     assert spec["run_dir"] == "/ws/runs/p/e" and spec["overrides"]["actor_rollout_ref.rollout.n"] == 4
     assert spec["summary"]["actor_rollout_ref.rollout.n"] == 4 == done["summary"]["actor_rollout_ref.rollout.n"]
     assert not run_module("verl_config_check", params)["changed"]
+    # grpo_train_validate false: a problem is a warning, the spec is still written (the run then fails by itself)
+    bad = dict(params, enforce=False, overrides=[o.replace("tensor_model_parallel_size=1", "tensor_model_parallel_size=2")
+                                                 for o in params["overrides"]])
+    warned = run_module("verl_config_check", bad)
+    assert not warned.get("failed") and warned["changed"], warned
+    assert [e["key"] for e in warned["errors"]] == ["actor_rollout_ref.rollout.tensor_model_parallel_size"]
+    assert run_spec.read(str(state))["summary"]["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 2
+    assert run_module("verl_config_check", dict(bad, enforce=True))["failed"]

@@ -301,10 +301,14 @@ def source_text(source):
 
 def _run_values(meta):
     """What the run behind the checkpoint is: the composed values of its spec (``meta["run_spec"]``, the train
-    stage's ``run-spec.json``: ascend_grpo.train.run_spec), or None when there is none of this version."""
+    stage's ``run-spec.json``: ascend_grpo.train.run_spec), or None when there is none of this version or it is
+    another run's than ``meta["run_dir"]``."""
     spec = meta.get("run_spec") or {}
     if spec.get("version") != 1 or not isinstance(spec.get("summary"), dict):
         return None
+    if meta.get("run_dir") and spec.get("run_dir") and \
+            os.path.normpath(spec["run_dir"]) != os.path.normpath(meta["run_dir"]):
+        return None  # the workspace's spec is another run's (the last one checked)
     return spec["summary"]
 
 

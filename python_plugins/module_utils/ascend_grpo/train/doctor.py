@@ -556,7 +556,7 @@ def checkup(p, run_command, check_mode=False):
     :class:`run_spec.MissingSpec` naming the command that writes it), the probe (or the last passing facts while the
     fingerprint holds), the rows, and the record ``<state_dir>/doctor.json`` written when it changed (not in check
     mode). ``p``: the module's parameters; ``run_command(argv, **kwargs)`` -> (rc, stdout, stderr)."""
-    run = run_settings(run_spec.values(run_spec.read(p["state_dir"], p.get("inventory") or "")))
+    run = run_settings(run_spec.values(run_spec.read(p["state_dir"], p.get("inventory") or "", p["run_dir"])))
     try:
         smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
     except npu_smi.NpuSmiParseError:

@@ -86,9 +86,10 @@ def write(state_dir, spec, check_mode=False):
     return changed, diff
 
 
-def read(state_dir, inventory=""):
+def read(state_dir, inventory="", run_dir=None):
     """The spec the train stage's check wrote, or raise :class:`MissingSpec` naming ``--tags train`` (with
-    ``inventory``, the user's -i words) to write it."""
+    ``inventory``, the user's -i words) to write it. With ``run_dir``, a spec of another run (the workspace keeps the
+    last checked run's) is refused too."""
     target = path(state_dir)
     spec = workspace.read_json(target)
     if not isinstance(spec, dict):
@@ -99,6 +100,9 @@ def read(state_dir, inventory=""):
     if spec.get("version") != VERSION:
         raise MissingSpec("%s is version %r, this version reads %d: write it again with %s" % (
             target, spec.get("version"), VERSION, rerun.command("train", inventory)))
+    if run_dir and spec.get("run_dir") and os.path.normpath(spec["run_dir"]) != os.path.normpath(run_dir):
+        raise MissingSpec("%s describes another run (%s), not %s: write this run's with %s" % (
+            target, spec["run_dir"], run_dir, rerun.command("train", inventory)))
     return spec
 
 

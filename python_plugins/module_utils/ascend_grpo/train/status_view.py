@@ -23,13 +23,13 @@ def checkpoints(path):
     return dict(evaluation.checkpoint_steps(path), dir=path)
 
 
-def spec_values(records_dir, inventory=""):
+def spec_values(records_dir, inventory="", run_dir=None):
     """``(values, problem)``: the run's values a triage fix names (:func:`run_spec.values`), and None; or ``{}``
     and the sentence saying why there are none (no spec: the command that writes it)."""
     if not records_dir:
         return {}, None
     try:
-        return run_spec.values(run_spec.read(records_dir, inventory)), None
+        return run_spec.values(run_spec.read(records_dir, inventory, run_dir)), None
     except run_spec.MissingSpec as err:
         return {}, str(err)
 
@@ -139,7 +139,7 @@ def look(p):
         result["traceback_tail"] = [secrets.mask_url(secrets.printable(line, newlines=False))
                                     for line in parsed.get("traceback_tail") or job["tail"][-20:]]
         if p["triage"]:
-            values, problem = spec_values(p.get("records_dir"), p["inventory"])
+            values, problem = spec_values(p.get("records_dir"), p["inventory"], p["run_dir"])
             result["triage"] = triage.diagnose(text or "\n".join(job["tail"]), triage.validate(p["triage"]),
                                                job.get("exit_status"), free, values, inventory=p["inventory"])
             if problem:  # the fix's "now" values are unknown, not verl's defaults
