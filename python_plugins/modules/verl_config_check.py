@@ -84,7 +84,8 @@ verl_dir:
   type: str
   sample: /data/grpo/verl
 summary:
-  description: The composed values that matter most (batch sizes, n, lengths, devices, total epochs), as the spec has them.
+  description: >-
+    The composed values that matter most (batch sizes, n, lengths, devices, total epochs), as the spec has them.
   returned: success
   type: dict
 spec:

@@ -86,7 +86,8 @@ def test_the_spec_is_never_written_through_a_link(tmp_path):
 
 
 def test_values_are_the_composed_summary_with_the_overrides_over_it():
-    spec = dict(_spec(**{"data.max_response_length": 1024}), overrides={"+trainer.x": "a b", "data.max_prompt_length": 192})
+    spec = dict(_spec(**{"data.max_response_length": 1024}),
+                overrides={"+trainer.x": "a b", "data.max_prompt_length": 192})
     values = run_spec.values(spec)
     assert values["data.max_response_length"] == 1024 and values["data.max_prompt_length"] == 192
     assert values["trainer.x"] == "a b"
@@ -134,8 +135,8 @@ def test_the_check_module_writes_the_spec_once_with_check_mode_and_diff(tmp_path
     assert spec["summary"]["actor_rollout_ref.rollout.n"] == 4 == done["summary"]["actor_rollout_ref.rollout.n"]
     assert not run_module("verl_config_check", params)["changed"]
     # grpo_train_validate false: a problem is a warning, the spec is still written (the run then fails by itself)
-    bad = dict(params, enforce=False, overrides=[o.replace("tensor_model_parallel_size=1", "tensor_model_parallel_size=2")
-                                                 for o in params["overrides"]])
+    bad = dict(params, enforce=False, overrides=[
+        o.replace("tensor_model_parallel_size=1", "tensor_model_parallel_size=2") for o in params["overrides"]])
     warned = run_module("verl_config_check", bad)
     assert not warned.get("failed") and warned["changed"], warned
     assert [e["key"] for e in warned["errors"]] == ["actor_rollout_ref.rollout.tensor_model_parallel_size"]
