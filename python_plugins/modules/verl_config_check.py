@@ -95,14 +95,9 @@ spec:
   sample: /data/grpo/.grpo/run-spec.json
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.train import overrides as ov
-from ansible.module_utils.ascend_grpo.common import rerun
-from ansible.module_utils.ascend_grpo.train import run_spec, train_rules
-from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.train import run_spec
 
 
 def main():
@@ -117,42 +112,17 @@ def main():
                            inventory=dict(type="str", default="")),
         supports_check_mode=True,
     )
-    p = module.params
     try:
-        p["verl_dir"] = workspace.verl_dir(p["state_dir"], p["verl_dir"], p["inventory"])
-    except workspace.MissingRecord as err:
-        module.fail_json(msg="%s Or set grpo_train_verl_dir to the folder that holds verl/." % err, errors=[])
-    config_dir = os.path.join(p["verl_dir"], "verl", "trainer", "config")
-    if not os.path.isfile(os.path.join(config_dir, p["config_name"] + ".yaml")):
-        module.fail_json(msg="%s has no %s.yaml: run the deps stage (%s) or set grpo_train_verl_dir"
-                         % (config_dir, p["config_name"], rerun.command("deps", p["inventory"])), errors=[])
-    try:
-        from omegaconf import OmegaConf
-        composed, errors = ov.check(config_dir, p["overrides"], p["config_name"])
-        cfg = OmegaConf.to_container(composed, resolve=True) if composed is not None else None
-        mapping = ov.as_mapping(p["overrides"]) if cfg is not None else None
-    except ImportError as err:
-        module.fail_json(msg="hydra and omegaconf are needed in the training environment: %s" % err, errors=[])
-    if cfg is not None:
-        errors = train_rules.check(cfg, train_rules.facts(cfg, p["cards"]), inventory=p["inventory"])
-    errors = [{"key": e["key"], "message": e["message"]} for e in errors]
-    if errors and not p["enforce"]:
-        for e in errors:
-            module.warn("%s: %s" % (e["key"], e["message"]))
-        if cfg is None:  # nothing composed: no spec to write
-            module.exit_json(changed=False, errors=errors, summary={}, verl_dir=p["verl_dir"], spec="")
-    elif errors:
-        module.fail_json(msg="The run would fail; change: " + "; ".join(
-            e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
-            for e in errors), errors=errors)
-    spec = run_spec.build(cfg, p["overrides"], mapping, run_dir=p["run_dir"], verl_dir=p["verl_dir"],
-                          config_name=p["config_name"])
-    changed, diff, where = False, None, ""
-    if p["state_dir"]:
-        where = run_spec.path(p["state_dir"])
-        changed, diff = run_spec.write(p["state_dir"], spec, check_mode=module.check_mode)
-    module.exit_json(changed=changed, errors=errors, summary=spec["summary"], verl_dir=p["verl_dir"], spec=where,
-                     **({"diff": diff} if module._diff and changed else {}))  # pylint: disable=protected-access
+        result, warnings = run_spec.check_run(module.params, check_mode=module.check_mode)
+    except run_spec.CheckFailed as err:
+        module.fail_json(msg=str(err), errors=err.errors)
+    for warning in warnings:
+        module.warn(warning)
+    diff = result.pop("diff")
+    if module._diff and result["changed"]:  # pylint: disable=protected-access
+        result["diff"] = diff
+    module.exit_json(**result)
+
 
 if __name__ == "__main__":
     main()

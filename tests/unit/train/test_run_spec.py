@@ -142,3 +142,22 @@ def test_the_check_module_writes_the_spec_once_with_check_mode_and_diff(tmp_path
     assert [e["key"] for e in warned["errors"]] == ["actor_rollout_ref.rollout.tensor_model_parallel_size"]
     assert run_spec.read(str(state))["summary"]["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 2
     assert run_module("verl_config_check", dict(bad, enforce=True))["failed"]
+
+
+def test_the_check_in_process_composes_writes_and_refuses(tmp_path, verl_634):
+    state = tmp_path / "ws" / ".grpo"
+    base = {"verl_dir": verl_634, "state_dir": str(state), "run_dir": "/r", "enforce": True, "cards": [0],
+            "config_name": "ppo_trainer", "inventory": "-i inventories/sim",
+            "overrides": ["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=1"]}
+    with pytest.raises(run_spec.CheckFailed) as err:
+        run_spec.check_run(base)
+    assert "actor_rollout_ref.rollout.n" in [e["key"] for e in err.value.errors]
+    assert str(err.value).startswith("The run would fail; change: ")
+    result, warnings = run_spec.check_run(dict(base, enforce=False), check_mode=True)
+    assert result["changed"] and result["diff"]["after"]["summary"]["actor_rollout_ref.rollout.n"] == 1
+    assert any(w.startswith("actor_rollout_ref.rollout.n: GRPO compares several responses") for w in warnings)
+    assert not state.exists()
+    with pytest.raises(run_spec.CheckFailed) as err:
+        run_spec.check_run(dict(base, verl_dir=""))
+    assert "deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/sim " \
+           "--tags deps). Or set grpo_train_verl_dir" in str(err.value)

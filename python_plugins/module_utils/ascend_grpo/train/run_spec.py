@@ -14,12 +14,16 @@ A reader calls :func:`read`; a spec that is missing (a run launched by an older 
 raises :class:`MissingSpec`, whose message names the command that writes it (``--tags train``, with the user's
 inventory: :mod:`ascend_grpo.common.rerun`).
 
-Standard library only (plus :mod:`ascend_grpo.common`): building takes the composed configuration as a plain dict.
+Standard library only (plus :mod:`ascend_grpo.common`) to build, write and read: building takes the composed
+configuration as a plain dict. :func:`check_run`, the check that writes it, composes verl's configuration with
+Hydra and OmegaConf, in the training environment.
 """
 
 import os
 
 from ..common import rerun, workspace
+from . import overrides as ov
+from . import train_rules
 
 VERSION = 1
 FILE = "run-spec.json"
@@ -43,6 +47,14 @@ SUMMARY = (
 
 class MissingSpec(Exception):
     """No usable run spec: the message says what is wrong and the command that writes it."""
+
+
+class CheckFailed(Exception):
+    """The check refused the run: the message names what to change; ``errors`` each problem ({key, message})."""
+
+    def __init__(self, message, errors=()):
+        super().__init__(message)
+        self.errors = list(errors)
 
 
 def path(state_dir):
@@ -113,3 +125,43 @@ def values(spec):
     for key, value in ((spec or {}).get("overrides") or {}).items():
         out[key.lstrip("+~")] = value
     return out
+
+
+def check_run(p, check_mode=False):
+    """The train stage's check (module ``verl_config_check``; ``p`` its parameters): verl's configuration composed
+    once with the overrides, the rules verl would trip over late (:mod:`train_rules`), and the spec written.
+    Returns ``(result, warnings)``; raises :class:`CheckFailed` (with ``enforce``, on any problem; always when the
+    verl tree or Hydra is missing)."""
+    try:
+        verl_dir = workspace.verl_dir(p["state_dir"], p["verl_dir"], p["inventory"])
+    except workspace.MissingRecord as err:
+        raise CheckFailed("%s Or set grpo_train_verl_dir to the folder that holds verl/." % err) from err
+    config_dir = os.path.join(verl_dir, "verl", "trainer", "config")
+    if not os.path.isfile(os.path.join(config_dir, p["config_name"] + ".yaml")):
+        raise CheckFailed("%s has no %s.yaml: run the deps stage (%s) or set grpo_train_verl_dir"
+                          % (config_dir, p["config_name"], rerun.command("deps", p["inventory"])))
+    try:
+        from omegaconf import OmegaConf
+        composed, errors = ov.check(config_dir, p["overrides"], p["config_name"])
+        cfg = OmegaConf.to_container(composed, resolve=True) if composed is not None else None
+        mapping = ov.as_mapping(p["overrides"]) if cfg is not None else None
+    except ImportError as err:
+        raise CheckFailed("hydra and omegaconf are needed in the training environment: %s" % err) from err
+    if cfg is not None:
+        errors = train_rules.check(cfg, train_rules.facts(cfg, p["cards"]), inventory=p["inventory"])
+    errors = [{"key": e["key"], "message": e["message"]} for e in errors]
+    if errors and p.get("enforce", True):
+        raise CheckFailed("The run would fail; change: " + "; ".join(
+            e["message"] if e["message"].startswith(e["key"]) else "%s: %s" % (e["key"], e["message"])
+            for e in errors), errors)
+    warnings = ["%s: %s" % (e["key"], e["message"]) for e in errors]
+    if cfg is None:  # nothing composed (problems only warned): no spec to write
+        return dict(changed=False, errors=errors, summary={}, verl_dir=verl_dir, spec="", diff=None), warnings
+    spec = build(cfg, p["overrides"], mapping, run_dir=p.get("run_dir") or "", verl_dir=verl_dir,
+                 config_name=p["config_name"])
+    changed, diff, where = False, None, ""
+    if p["state_dir"]:
+        where = path(p["state_dir"])
+        changed, diff = write(p["state_dir"], spec, check_mode=check_mode)
+    return dict(changed=changed, errors=errors, summary=spec["summary"], verl_dir=verl_dir, spec=where,
+                diff=diff), warnings
