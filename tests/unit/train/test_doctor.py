@@ -347,9 +347,22 @@ def test_the_module_probes_in_the_runs_environment_keeps_its_result_and_probes_a
     assert changed["passed"] is False
 
 
+def _run_command(argv, data=None, binary_data=False, cwd=None, handle_exceptions=True):
+    """AnsibleModule.run_command's part the doctor uses: argv run with ``data`` on stdin, (rc, stdout, stderr)."""
+    del binary_data, handle_exceptions  # data goes as it is; a missing program raises OSError, as there
+    proc = subprocess.run(argv, input=(data or "").encode("utf-8") if isinstance(data, str) else data, cwd=cwd,
+                          capture_output=True, check=False)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def _in_process(params):
+    """The grpo_doctor module's result without an ansible process: its defaults, then its engine."""
+    return doctor.checkup(dict(DEFAULTS, **params), _run_command)
+
+
 def test_the_module_says_so_when_the_environment_does_not_even_start(tmp_path):
     params = _module_params(tmp_path, "source /nonexistent/set_env.sh\n")
-    result = run_module("grpo_doctor", params)
+    result = _in_process(params)
     assert result["passed"] is False
     assert result["rows"][0]["check"] == "the training environment's Python"
     assert "/nonexistent/set_env.sh" in result["rows"][0]["detail"]
@@ -385,7 +398,7 @@ def test_an_npu_smi_that_cannot_run_is_a_failure_naming_its_setting_not_absent()
 def test_the_module_fails_when_npu_smi_did_not_run(tmp_path):
     params = dict(_module_params(tmp_path, "export VLLM_ASCEND_ENABLE_NZ=0\n"), npu_smi="", npu_smi_rc=2,
                   npu_smi_error="[Errno 2] No such file or directory: b'npu-smi'", npu_smi_command="npu-smi")
-    result = run_module("grpo_doctor", params)
+    result = _in_process(params)
     row = by_check(result["rows"])["npu-smi"]
     assert (row["status"], result["passed"]) == ("fail", False)
     assert "npu_container_npu_smi" in row["fix"]
@@ -394,7 +407,7 @@ def test_the_module_fails_when_npu_smi_did_not_run(tmp_path):
 def test_a_stack_python_that_does_not_exist_is_a_failure_naming_its_setting(tmp_path):
     params = dict(_module_params(tmp_path, "export VLLM_ASCEND_ENABLE_NZ=0\n"),
                   python=str(tmp_path / "venvs" / "stack" / "bin" / "python"))
-    result = run_module("grpo_doctor", params)
+    result = _in_process(params)
     assert result["passed"] is False
     row = result["rows"][0]
     assert row["check"] == "the training environment's Python"
