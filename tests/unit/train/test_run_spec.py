@@ -133,15 +133,18 @@ def test_the_check_module_writes_the_spec_once_with_check_mode_and_diff(tmp_path
     spec = run_spec.read(str(state))
     assert spec["run_dir"] == "/ws/runs/p/e" and spec["overrides"]["actor_rollout_ref.rollout.n"] == 4
     assert spec["summary"]["actor_rollout_ref.rollout.n"] == 4 == done["summary"]["actor_rollout_ref.rollout.n"]
-    assert not run_module("verl_config_check", params)["changed"]
+    # the rest in-process: the module is its argument spec (these defaults) and a call into run_spec.check_run
+    params = dict(params, enforce=True, config_name="ppo_trainer", inventory="")
+    assert not run_spec.check_run(params)[0]["changed"]
     # grpo_train_validate false: a problem is a warning, the spec is still written (the run then fails by itself)
     bad = dict(params, enforce=False, overrides=[
         o.replace("tensor_model_parallel_size=1", "tensor_model_parallel_size=2") for o in params["overrides"]])
-    warned = run_module("verl_config_check", bad)
-    assert not warned.get("failed") and warned["changed"], warned
+    warned, warnings = run_spec.check_run(bad)
+    assert warned["changed"] and warnings[0].startswith("actor_rollout_ref.rollout.tensor_model_parallel_size: 2 ")
     assert [e["key"] for e in warned["errors"]] == ["actor_rollout_ref.rollout.tensor_model_parallel_size"]
     assert run_spec.read(str(state))["summary"]["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 2
-    assert run_module("verl_config_check", dict(bad, enforce=True))["failed"]
+    with pytest.raises(run_spec.CheckFailed):
+        run_spec.check_run(dict(bad, enforce=True))
 
 
 def test_the_check_in_process_composes_writes_and_refuses(tmp_path, verl_634):
