@@ -28,6 +28,15 @@ def run_events(*args):
     return done
 
 
+def run_argv(argv):
+    """``ansible-playbook ARGV`` as written (its own ``-i``), the whole result; exits when the run fails."""
+    done = playrun.run(argv[0], *argv[1:])
+    if done.returncode != 0:
+        sys.exit("benchmark run failed: ansible-playbook %s\n" % " ".join(argv) + done.stdout[-3000:] + "\n"
+                 + "\n".join(map(str, done.failed)))
+    return done
+
+
 def stage(tags, name, workspace, *args):
     extra = json.dumps({"npu_container_name": name, "npu_container_workspace_host": workspace})
     return run("site.yml", "--tags", tags, "-e", extra, *args)

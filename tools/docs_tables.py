@@ -7,6 +7,10 @@
   is a template), so each value also has one source.
 - ``triage table``: the failures of ``roles/grpo_train/files/triage.yml``.
 - ``modules table``: each module of ``python_plugins/modules`` with its DOCUMENTATION's short_description.
+- ``plan table``: each stage of site.yml (then the other playbooks) with its roles, the modules each role's tasks call
+  and the engines those modules import.
+- ``engines table``: each engine of ``python_plugins/module_utils/ascend_grpo`` by stage, with its docstring's first
+  line.
 - ``filters table``: each filter plugin file of ``python_plugins/filter_plugins`` with the filters it defines and
   the first line of its docstring.
 
@@ -185,7 +189,91 @@ def filters_table():
     return "\n".join(rows)
 
 
+def _site_stages():
+    """``[(tag, playbook)]`` of the stages site.yml imports, in its order (the never-tagged stop left out), then the
+    other entry points of ``playbooks/`` (status, doctor, tensorboard, bundle: not the simulation's own)."""
+    with open(os.path.join(ROOT, "site.yml"), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    out = [((play.get("tags") or ["?"])[0], play["ansible.builtin.import_playbook"]) for play in plays
+           if "ansible.builtin.import_playbook" in play and "never" not in (play.get("tags") or [])]
+    named = {book for _tag, book in out}
+    for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))):
+        book = os.path.relpath(path, ROOT)
+        if book not in named and not os.path.basename(book).startswith("sim_"):
+            out.append((os.path.basename(book)[:-4], book))
+    return out
+
+
+def _playbook_roles(book):
+    """The roles a playbook runs (``roles:`` and ``include_role``/``import_role``), in order, no repeats."""
+    with open(os.path.join(ROOT, book), encoding="utf-8") as handle:
+        text = handle.read()
+    found = re.findall(r"(?:^\s*-\s*role:\s*|^\s*name:\s*)([a-z_]+)\s*$", text, re.M)
+    return [r for i, r in enumerate(found) if r in roles() and r not in found[:i]]
+
+
+def _role_modules(role):
+    """This package's modules a role's tasks call (a task key that names a file of python_plugins/modules)."""
+    modules = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "python_plugins", "modules", "*.py"))}
+    used = set()
+    for path in glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml")):
+        with open(path, encoding="utf-8") as handle:
+            used |= set(re.findall(r"^\s*-?\s*([a-z_]+):\s*$", handle.read(), re.M)) & modules
+    return sorted(used)
+
+
+def _module_engines(module):
+    """The engines a module imports (``stage.file`` below ascend_grpo), read from its import lines."""
+    with open(os.path.join(ROOT, "python_plugins", "modules", module + ".py"), encoding="utf-8") as handle:
+        text = handle.read()
+    found = set()
+    for package, names in re.findall(r"^from ansible\.module_utils\.ascend_grpo\.(\w+) import ([^#\n]+)", text, re.M):
+        found |= {"%s.%s" % (package, n.split(" as ")[0].strip()) for n in names.strip("()").split(",") if n.strip()}
+    for dotted in re.findall(r"^from ansible\.module_utils\.ascend_grpo\.(\w+\.\w+) import", text, re.M):
+        found.add(dotted)
+    return sorted(found)
+
+
+def plan_table():
+    """stage -> playbook -> role -> modules -> engines: one row per role of each stage site.yml imports; then the
+    other entry points with the roles they run (their modules and engines are those of the rows above)."""
+    rows = ["| tag | playbook | role | modules | engines (`ascend_grpo.`) |", "|---|---|---|---|---|"]
+    shown = set()
+    for tag, book in _site_stages():
+        for role in _playbook_roles(book) or ["-"]:
+            if role in shown:
+                rows.append("| `%s` | `%s` | `%s` | (as above) | |" % (tag, book, role))
+                continue
+            shown.add(role)
+            modules = _role_modules(role) if role != "-" else []
+            engines = sorted({e for m in modules for e in _module_engines(m)})
+            rows.append("| `%s` | `%s` | `%s` | %s | %s |" % (
+                tag, book, role, ", ".join("`%s`" % m for m in modules) or "-",
+                ", ".join("`%s`" % e for e in engines) or "-"))
+    return "\n".join(rows)
+
+
+def engines_table():
+    """One row per engine of python_plugins/module_utils/ascend_grpo, by sub-package: its docstring's first line."""
+    import ast
+
+    base = os.path.join(ROOT, "python_plugins", "module_utils", "ascend_grpo")
+    rows = ["| stage | engine | what it does |", "|---|---|---|"]
+    for package in sorted(d for d in os.listdir(base) if os.path.isfile(os.path.join(base, d, "__init__.py"))):
+        for path in sorted(glob.glob(os.path.join(base, package, "*.py"))):
+            if os.path.basename(path) == "__init__.py":
+                continue
+            with open(path, encoding="utf-8") as handle:
+                doc = (ast.get_docstring(ast.parse(handle.read())) or "").strip().split("\n\n")[0]
+            rows.append("| `%s` | `%s` | %s |" % (package, os.path.basename(path)[:-3], _cell(doc)))
+    return "\n".join(rows)
+
+
 def make_table(name):
+    if name == "plan table":
+        return plan_table()
+    if name == "engines table":
+        return engines_table()
     if name == "triage table":
         return triage_table()
     if name == "modules table":
