@@ -125,31 +125,30 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
 
 # ---------------------------------------------------------------- loading the engine beside this file
 
-_HERE = os.path.dirname(os.path.abspath(__file__))  # now: verl may pass a relative path
+_ENGINE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), ENGINE_FILE)  # now: the path may be relative
+# one module per engine file, so every copy of this file loaded from one folder shares its helper processes
+_ENGINE_NAME = "math_reward_engine_%08x" % zlib.crc32(_ENGINE_PATH.encode("utf-8", "surrogateescape"))
 _engine_lock = threading.Lock()
 
 
 def engine():
-    """The engine in this file's folder, loaded by path once per process (a module kept in ``sys.modules`` under a
-    name made from its path, so every copy of this file loaded from one folder shares its helper processes)."""
-    path = os.path.join(_HERE, ENGINE_FILE)
-    name = "math_reward_engine_%08x" % zlib.crc32(path.encode("utf-8", "surrogateescape"))
-    module = sys.modules.get(name)
+    """The engine in this file's folder, loaded by path once per process and kept in ``sys.modules``."""
+    module = sys.modules.get(_ENGINE_NAME)
     if module is not None:
         return module
     with _engine_lock:
-        module = sys.modules.get(name)
+        module = sys.modules.get(_ENGINE_NAME)
         if module is None:
-            if not os.path.isfile(path):
+            if not os.path.isfile(_ENGINE_PATH):
                 raise ImportError("%s needs its engine beside it: %s is missing (the assets stage deploys both)"
-                                  % (os.path.join(_HERE, os.path.basename(__file__)), path))
-            spec = importlib.util.spec_from_file_location(name, path)
+                                  % (os.path.abspath(__file__), _ENGINE_PATH))
+            spec = importlib.util.spec_from_file_location(_ENGINE_NAME, _ENGINE_PATH)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             if ENGINE_API not in getattr(module, "API_VERSIONS", ()):
                 raise ImportError("%s offers interfaces %s; this reward needs %d: deploy a matching engine"
-                                  % (path, getattr(module, "API_VERSIONS", "none"), ENGINE_API))
-            sys.modules[name] = module
+                                  % (_ENGINE_PATH, getattr(module, "API_VERSIONS", "none"), ENGINE_API))
+            sys.modules[_ENGINE_NAME] = module
     return module
 
 
