@@ -7,7 +7,7 @@ The scores compared here are the sample's, from benchmarks/reward_baseline.py (t
 use); the interface an edited rules file relies on is the engine's docstring's."""
 
 import ast
-import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -45,8 +45,6 @@ def _verl_loads(path, cwd):
         print(json.dumps([module.compute_score(data_source="m", solution_str=right, ground_truth=truth),
                           module.compute_score(data_source="m", solution_str=right, ground_truth="4")]))
     """)
-    import json
-
     return subprocess.run([sys.executable, "-I", "-c", script, path, json.dumps([RIGHT, "3"])], cwd=cwd,
                           capture_output=True, text=True, timeout=120, check=False)
 
