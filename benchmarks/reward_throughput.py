@@ -22,7 +22,8 @@ import reward_baseline as baseline  # noqa: E402
 
 
 def load_fast():
-    """Load the reward file the way verl does: by path, under the name custom_module."""
+    """Load the reward file the way verl does: by path, under the name custom_module (it loads its engine,
+    math_reward_engine.py, from its own folder: ``engine()``)."""
     path = os.path.join(ROOT, "roles", "assets", "files", "math_reward.py")
     spec = importlib.util.spec_from_file_location("custom_module", path)
     module = importlib.util.module_from_spec(spec)
@@ -136,21 +137,22 @@ def run_batch(module, items):
 
 
 def count_requests(module):
-    """Count what the helpers judge (wraps the module's _judge); the rest the integer shortcut decided."""
+    """Count what the helpers judge (wraps the engine's _judge); the rest the integer shortcut decided."""
     counts = {"helpers": 0}
-    judge = module._judge
+    engine = module.engine()
+    judge = engine._judge
 
     def counting(pairs):
         counts["helpers"] += len(pairs)
         return judge(pairs)
 
-    module._judge = counting
+    engine._judge = counting
     return counts
 
 
 def fresh_helpers(module):
     """New helper processes (empty caches), started before the timing, as a training run's first step does."""
-    module.shutdown()
+    module.engine().shutdown()
     module.compute_score_batch(data_sources=["math"] * 2, solution_strs=[r"\boxed{1+x^2}", r"\boxed{x^2+1}"],
                                ground_truths=["x^2+1", "1+x^2"])
 
@@ -226,16 +228,17 @@ def ablations(fast, rng):
         return sum(len(b) for b in batches) / sum(run_batch(fast, b)[0] for b in batches)
 
     rows = [("all fast paths", rate())]
-    shortcut = fast._shortcut_verdict
-    fast._shortcut_verdict = lambda response, truth: None
+    engine = fast.engine()
+    shortcut = engine._shortcut_verdict
+    engine._shortcut_verdict = lambda response, truth: None
     rows.append(("without the in-process verdicts (all to math_verify)", rate()))
     os.environ["GRPO_REWARD_HELPER_CACHES"] = "0"
     rows.append(("... and without the helpers' ground-truth cache", rate()))
     del os.environ["GRPO_REWARD_HELPER_CACHES"]
-    fast.MAX_WORKERS = 1
+    engine.MAX_WORKERS = 1
     rows.append(("... with the caches, one helper instead of two", rate()))
-    fast.MAX_WORKERS = 2
-    fast._shortcut_verdict = shortcut
+    engine.MAX_WORKERS = 2
+    engine._shortcut_verdict = shortcut
     items, _bad = pathological_batch(rng)
     os.environ["GRPO_REWARD_EXPLOSIVE_CHECK"] = "0"
     fresh_helpers(fast)
@@ -293,7 +296,7 @@ def main():
           f"pathological ones ({path['base_bad_seconds']:.1f} s, its 5 s timeout), the other "
           f"{path['bad'] - path['sample']} extrapolated; scores differ on {path['mismatches']} normal responses.")
     print(f"Fast version: starting its 2 helper processes took {startup:.2f} s (once per process, before the "
-          f"timings); limit per math_verify step {fast._timeout_s():.1f} s. Machine: {os.cpu_count()} cores.")
+          f"timings); limit per math_verify step {fast.engine()._timeout_s():.1f} s. Machine: {os.cpu_count()} cores.")
     print()
     print(table(rows))
     ablation_rows, with_check, without = ablations(fast, rng)
@@ -303,7 +306,7 @@ def main():
     for label, value in ablation_rows:
         print(f"  {label:<58} {value:>8,.0f}  ({value / mix['base_rate']:.1f}x the baseline)")
     print(f"  2,048 with 1% pathological: {with_check:.2f} s with the explosive-answer check, {without:.2f} s "
-          f"without it (each pathological answer then waits for the {fast._timeout_s():.1f} s deadline)")
+          f"without it (each pathological answer then waits for the {fast.engine()._timeout_s():.1f} s deadline)")
 
 
 if __name__ == "__main__":

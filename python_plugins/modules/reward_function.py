@@ -14,12 +14,19 @@ description:
     C(<dest>.bak-<time>)), then scores a right and a wrong answer the way verl loads the function, in a fresh
     process of I(python). The proof is kept in C(<state_dir>/reward-check.json) by the file's sha256, the Python
     and the deps stage's installed stack, so a rerun with nothing changed does not score again.
+  - With I(engine_content), the reward's speed engine (which the rules file loads from its own folder) goes with
+    it, as C(math_reward_engine.py) beside I(dest) (a differing copy kept the same way), beside the staging copy
+    for the scoring, and into the proof's digest.
   - Supports check mode (says what it would do, writes and runs nothing) and diff.
 options:
   content:
     description: The reward file's text (the package's, read on the controller).
     type: str
     required: true
+  engine_content:
+    description: The text of the engine the reward file loads from its folder (the package's
+      C(math_reward_engine.py)); omitted, only the reward file is deployed.
+    type: str
   dest:
     description: Where training loads it from (in the workspace).
     type: path
@@ -52,7 +59,8 @@ author:
 EXAMPLES = r"""
 - name: Deploy the reward function and prove it scores
   reward_function:
-    content: "{{ lookup('ansible.builtin.file', 'files/reward/math_reward.py', rstrip=false) }}"
+    content: "{{ lookup('ansible.builtin.file', 'files/math_reward.py', rstrip=false) }}"
+    engine_content: "{{ lookup('ansible.builtin.file', 'files/math_reward_engine.py', rstrip=false) }}"
     dest: /data/grpo/reward/math_reward.py
     name: compute_score
     python: /usr/bin/python3
@@ -67,6 +75,10 @@ deploy:
   type: str
 backup:
   description: Where the copy that was there is kept (when replaced).
+  returned: always
+  type: str
+engine_backup:
+  description: Where the engine's copy that was there is kept (when replaced).
   returned: always
   type: str
 scored:
@@ -91,6 +103,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             content=dict(type="str", required=True),
+            engine_content=dict(type="str"),
             dest=dict(type="path", required=True),
             name=dict(type="str", default="compute_score"),
             python=dict(type="str", default="python3"),
@@ -101,24 +114,32 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    files = [(p["dest"], p["content"])]
+    if p["engine_content"] is not None:
+        files.append((reward_deploy.engine_path(p["dest"]), p["engine_content"]))
+    before = {path: _read(path) for path, _ in files} if module._diff else {}  # pylint: disable=protected-access
     try:
         if p["state"] == "planned":
-            module.exit_json(changed=False, backup=None,
-                             deploy=reward_deploy.plan(p["content"], p["dest"], p["name"], p["workspace"]))
+            module.exit_json(changed=False, backup=None, engine_backup=None,
+                             deploy=reward_deploy.plan(p["content"], p["dest"], p["name"], p["workspace"],
+                                                       p["engine_content"]))
         result = reward_deploy.deploy(p["content"], p["dest"], p["name"], p["python"], p["workspace"],
-                                      p["state_dir"], check_mode=module.check_mode)
+                                      p["state_dir"], check_mode=module.check_mode, engine=p["engine_content"])
     except reward_deploy.RewardError as err:
         module.fail_json(msg=str(err))
     changed = result["deploy"] != "none"
     if changed and module._diff:  # pylint: disable=protected-access
-        before = ""
-        if result["deploy"] == "replace" or (module.check_mode and os.path.isfile(p["dest"])):
-            path = result["backup"] or p["dest"]
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                before = handle.read()
-        result["diff"] = {"before_header": p["dest"], "after_header": p["dest"], "before": before,
-                          "after": p["content"]}
+        result["diff"] = [{"before_header": path, "after_header": path, "before": before[path], "after": text}
+                          for path, text in files if before[path] != text]
     module.exit_json(changed=changed, **result)
+
+
+def _read(path):
+    """The file's text, or "" when there is none."""
+    if not os.path.isfile(path):
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ def load_reward():
 
 
 reward = load_reward()
+engine = reward.engine()  # the speed engine beside it (math_reward_engine.py), as the rules file loads it
 
 # The sample's arithmetic, spelled out: format points are added 0.05 at a time, then correctness + format +
 # reasoning in that order.

@@ -8,7 +8,7 @@ import textwrap
 import threading
 import time
 
-from test_reward import F4, HANG, REWARD_FILE, STEPS, full, generated, reference, reward, score
+from test_reward import F4, HANG, REWARD_FILE, STEPS, engine, full, generated, reference, reward, score
 from test_reward import generous_time_limit  # noqa: F401 (autouse: it applies to this file's tests too)
 
 
@@ -19,7 +19,7 @@ def test_deadline_kills_and_replaces_the_helper(monkeypatch):
     """An answer math_verify cannot finish and no shortcut covers: not correct after the limit."""
     monkeypatch.setenv("GRPO_REWARD_TIMEOUT_S", "0.5")
     slow = full(r"\boxed{9^{9^{9^{9}}}-9^{9^{9^{9}}}+3}")
-    assert reward._shortcut_verdict(slow, "5") is None
+    assert engine._shortcut_verdict(slow, "5") is None
     start = time.monotonic()
     assert score(reward, slow, "5") == 0.0
     assert time.monotonic() - start < 2.0
@@ -70,7 +70,7 @@ def test_helper_processes_end_with_the_interpreter():
         sys.modules["custom_module"] = module
         spec.loader.exec_module(module)
         print(module.compute_score(data_source="m", solution_str=r"\\boxed{{x^2+1}}", ground_truth="1+x^2"))
-        print(module._get_pool().all[0].proc.pid)
+        print(module.engine()._get_pool().all[0].proc.pid)
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     verdict, pid = out.stdout.split()

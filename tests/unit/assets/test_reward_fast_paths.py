@@ -5,7 +5,7 @@ import random
 import time
 
 import pytest
-from test_reward import HANG, STEPS, _reference_correct, full, reference, reference_scores, reward, score
+from test_reward import HANG, STEPS, _reference_correct, engine, full, reference, reference_scores, reward, score
 from test_reward import generous_time_limit  # noqa: F401 (autouse: it applies to this file's tests too)
 
 
@@ -71,7 +71,7 @@ def numeric_cases(rng, count):
 
 
 def test_the_numeric_shortcut_agrees_with_the_reference_where_it_decides():
-    cases = [(text, truth, reward._shortcut_verdict(text, truth))
+    cases = [(text, truth, engine._shortcut_verdict(text, truth))
              for text, truth in numeric_cases(random.Random(3), 6000)]
     decided = [(text, truth, verdict) for text, truth, verdict in cases if verdict is not None]
     theirs = reference_scores([(text, truth) for text, truth, _ in decided], function=_reference_correct)
@@ -91,7 +91,7 @@ EDGE_PAIRS = [("0.1", r"\frac{1}{10}"), (r"\frac{3}{10}", "0.1+0.2"), ("0.3", "0
 @pytest.mark.parametrize(("truth", "answer"), EDGE_PAIRS)
 def test_the_numeric_shortcut_at_its_edges(truth, answer):
     text = full(r"\boxed{%s}" % answer)
-    assert reward._shortcut_verdict(text, truth) in (None, reference.correctness(text, truth) == 0.7)
+    assert engine._shortcut_verdict(text, truth) in (None, reference.correctness(text, truth) == 0.7)
     assert score(reward, text, truth) == score(reference, text, truth)
 
 
@@ -117,7 +117,7 @@ def test_explosive_wholes(content):
     from math_verify import parse
 
     parsed = parse(r"\boxed{%s}" % content, extraction_mode="first_match", extraction_config=reference.ANSWER_CONFIG)
-    assert reward._explosive(parsed[0]), parsed
+    assert engine._explosive(parsed[0]), parsed
 
 
 @pytest.mark.parametrize("content", [r"2^{10}", r"10^{100}", r"2^{2^{10}}", r"100!", r"3^{3^{3}}", r"x^{10^{10}}",
@@ -126,4 +126,4 @@ def test_not_explosive(content):
     from math_verify import parse
 
     parsed = parse(r"\boxed{%s}" % content, extraction_mode="first_match", extraction_config=reference.ANSWER_CONFIG)
-    assert not reward._explosive(parsed[0]), parsed
+    assert not engine._explosive(parsed[0]), parsed

@@ -10,6 +10,7 @@ from grpo_testkit import ROOT, run_module, tree_snapshot
 from ascend_grpo.assets import reward_deploy
 
 REWARD = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8").read()
+ENGINE = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward_engine.py"), encoding="utf-8").read()
 # scores every answer alike: it cannot tell a right answer from a wrong one
 BAD = "def compute_score(**kwargs):\n    return 0.5\n"
 BROKEN = "def compute_score(**kwargs):\n    raise RuntimeError('no math_verify here')\n"
@@ -19,8 +20,8 @@ def _workspace(tmp_path):
     """A workspace whose reward was deployed and proven, with a user's edit on top of it."""
     ws = tmp_path / "ws"
     (ws / ".grpo").mkdir(parents=True)
-    params = {"content": REWARD, "dest": str(ws / "reward" / "math_reward.py"), "name": "compute_score",
-              "python": sys.executable, "workspace": str(ws), "state_dir": str(ws / ".grpo")}
+    params = {"content": REWARD, "engine_content": ENGINE, "dest": str(ws / "reward" / "math_reward.py"),
+              "name": "compute_score", "python": sys.executable, "workspace": str(ws), "state_dir": str(ws / ".grpo")}
     first = run_module("reward_function", params)
     assert first["scored"] and not first.get("failed"), first.get("msg")
     return ws, params
@@ -66,7 +67,8 @@ def test_the_engine_scores_the_staged_text_not_the_file_in_place(tmp_path):
     ws, params = _workspace(tmp_path)
     dest = ws / "reward" / "math_reward.py"
     try:
-        reward_deploy.deploy(BAD, str(dest), "compute_score", sys.executable, str(ws), str(ws / ".grpo"))
+        reward_deploy.deploy(BAD, str(dest), "compute_score", sys.executable, str(ws), str(ws / ".grpo"),
+                             engine=ENGINE)
     except reward_deploy.RewardError as err:
         assert "scored 0.500" in str(err) and str(dest) in str(err)
     else:

@@ -11,13 +11,14 @@ from ascend_grpo.patch import import_check as compat
 from grpo_testkit import ROOT, run_module
 
 REWARD = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8").read()
+ENGINE = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward_engine.py"), encoding="utf-8").read()
 
 
 def _reward(tmp_path, content=REWARD, **extra):
     ws = tmp_path / "ws"
     (ws / ".grpo").mkdir(parents=True, exist_ok=True)
-    params = dict({"content": content, "dest": str(ws / "reward" / "math_reward.py"), "name": "compute_score",
-                   "python": sys.executable, "workspace": str(ws), "state_dir": str(ws / ".grpo")}, **extra)
+    params = dict({"content": content, "engine_content": ENGINE, "dest": str(ws / "reward" / "math_reward.py"),
+                   "name": "compute_score", "python": sys.executable, "workspace": str(ws), "state_dir": str(ws / ".grpo")}, **extra)
     return ws, params
 
 

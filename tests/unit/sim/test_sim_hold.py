@@ -23,7 +23,8 @@ def reward(tmp_path):
     (tmp_path / "reward").mkdir()
     (tmp_path / ".grpo").mkdir()
     shutil.copy(os.path.join(ROOT, "files", "sim", "sim_reward.py"), tmp_path / "sources" / "reward")
-    shutil.copy(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), tmp_path / "reward")
+    for name in ("math_reward.py", "math_reward_engine.py"):  # the rules and the engine they load from their folder
+        shutil.copy(os.path.join(ROOT, "roles", "assets", "files", name), tmp_path / "reward")
     spec = importlib.util.spec_from_file_location("sim_reward", tmp_path / "sources" / "reward" / "sim_reward.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -5,6 +5,7 @@ as in Math-Verify #50)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -256,9 +257,11 @@ def test_on_a_host_without_an_npu_stack_the_npu_checks_are_not_on_this_host():
     assert doctor.summary(list(rows.values())) == "10 pass, 0 fail, 0 warn, 5 not on this host"
 
 
-def _probe(tmp_path, reward_text, name="compute_score"):
+def _probe(tmp_path, reward_text, name="compute_score", engine=None):
     reward = tmp_path / "reward.py"
     reward.write_text(reward_text, encoding="utf-8")
+    if engine is not None:  # the package's reward loads its engine from its own folder
+        shutil.copy(engine, tmp_path / "math_reward_engine.py")
     request = doctor.request({"reward_path": str(reward), "reward_name": name}, [], None, 30)
     with open(PROBE, encoding="utf-8") as handle:
         proc = subprocess.run([sys.executable, "-", json.dumps(request)], input=handle.read(), text=True,
@@ -281,7 +284,8 @@ def test_the_probe_finds_math_verify_with_its_default_timeouts_failing_off_the_m
 def test_the_probe_scores_the_packages_reward_off_the_main_thread(tmp_path):
     pytest.importorskip("math_verify")
     with open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8") as handle:
-        facts = _probe(tmp_path, handle.read())
+        facts = _probe(tmp_path, handle.read(), engine=os.path.join(ROOT, "roles", "assets", "files",
+                                                                    "math_reward_engine.py"))
     row = by_check(doctor.reward_rows(facts, RUN))["reward in a thread"]
     assert row["status"] == "pass", facts["reward"]
     assert facts["reward"]["value"]["right"] > facts["reward"]["value"]["wrong"]

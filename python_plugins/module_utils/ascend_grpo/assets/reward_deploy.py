@@ -8,6 +8,9 @@
   leaves the one training uses as it was, byte for byte. The proof is kept (``<state_dir>/reward-check.json``, by
   the file's sha256, the Python and the installed stack's digest), so a rerun with nothing changed does not score
   again.
+- The speed engine (``ENGINE_FILE``, the package's ``math_reward_engine.py``, which the rules file loads from its own
+  folder) goes with it when given: into the destination's folder, into the staging copy's, and into the proof's
+  digest, kept like the rules file when the copy there differs.
 
 Standard library only.
 """
@@ -26,6 +29,8 @@ from ..train.train_rules import defines
 ANSWER_TEXT = ("<think>\nStep 1: solve the equation by expanding.\nStep 2: therefore it is a square.\n</think>\n"
                "<answer>\n\\boxed{ANSWER}\n</answer>")
 RIGHT, WRONG, TRUTH = "(x+1)^2", "(x+2)^2", "x^2+2x+1"
+ENGINE_FILE = "math_reward_engine.py"  # the name the rules file loads its engine by, from its own folder
+ORDER = ("none", "create", "replace")
 SCORE_SCRIPT = r"""
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("custom_module", sys.argv[1])
@@ -44,8 +49,25 @@ class RewardError(Exception):
     """What is wrong, naming the setting to change."""
 
 
-def plan(text, dest, name, workspace_dir):
-    """What deploying would do (``none``, ``create`` or ``replace``), or :class:`RewardError`."""
+def engine_path(dest):
+    """Where the engine goes: beside the rules file."""
+    return os.path.join(os.path.dirname(dest), ENGINE_FILE)
+
+
+def _action(path, text):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return "none" if handle.read() == text else "replace"
+    except OSError:
+        return "create"
+
+
+def plan(text, dest, name, workspace_dir, engine=None):
+    """What deploying would do (``none``, ``create`` or ``replace``; with ``engine``, the larger of the two files'),
+    or :class:`RewardError`."""
+    if engine is not None and os.path.basename(dest) == ENGINE_FILE:
+        raise RewardError("assets_reward_path: %s is the name of the reward's engine, which goes beside it: give "
+                          "the reward file another name." % dest)
     if not defines(text, name):
         raise RewardError("assets_reward_name: the reward file (assets_reward_src) defines no %s at module level "
                           "(or does not parse): set assets_reward_name to its scoring function." % name)
@@ -58,11 +80,10 @@ def plan(text, dest, name, workspace_dir):
     if not ok:
         raise RewardError("assets_reward_path: %s is not a writable folder (nor one this stage can make in the "
                           "workspace): set assets_reward_path to a path under %s." % (folder, workspace_dir))
-    try:
-        with open(dest, encoding="utf-8") as handle:
-            return "none" if handle.read() == text else "replace"
-    except OSError:
-        return "create"
+    action = _action(dest, text)
+    if engine is None:
+        return action
+    return max(action, _action(engine_path(dest), engine), key=ORDER.index)
 
 
 def stack_digest(state_dir):
@@ -97,15 +118,18 @@ def score(python, dest, name, timeout=300, shown=None):
     return {"right": right, "wrong": wrong}
 
 
-def score_staged(text, dest, name, python, state_dir):
-    """Score ``text`` from a staging copy in ``state_dir`` (named as ``dest``, which is not touched), then remove
-    the copy: a reward that fails to score never replaces the one there."""
+def score_staged(text, dest, name, python, state_dir, engine=None):
+    """Score ``text`` from a staging copy in ``state_dir`` (named as ``dest``, which is not touched; ``engine``
+    beside it), then remove the copy: a reward that fails to score never replaces the one there."""
     os.makedirs(state_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix="reward-staging-", dir=state_dir)
     try:
         path = os.path.join(staging, os.path.basename(dest))
         with open(path, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
+        if engine is not None:
+            with open(os.path.join(staging, ENGINE_FILE), "w", encoding="utf-8", errors="surrogateescape") as handle:
+                handle.write(engine)
         try:
             return score(python, path, name, shown="the new %s (not put in place: the one there is kept as it was)"
                          % dest)
@@ -115,23 +139,27 @@ def score_staged(text, dest, name, python, state_dir):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False):
-    """Prove the file scores (from a staging copy), then put it in place (keeping a differing copy); returns what
-    happened."""
-    action = plan(text, dest, name, workspace_dir)
-    result = {"deploy": action, "backup": None, "scored": False, "scores": None}
+def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False, engine=None):
+    """Prove the file scores (from a staging copy, with ``engine`` beside it), then put them in place (keeping a
+    differing copy of each); returns what happened."""
+    action = plan(text, dest, name, workspace_dir, engine)
+    result = {"deploy": action, "backup": None, "scored": False, "scores": None, "engine_backup": None}
     if check_mode:
         return result
     stamp_path = os.path.join(state_dir, "reward-check.json")
     stamp = {"file": dest, "sha256": hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),
              "name": name, "python": python, "stack": stack_digest(state_dir)}
+    if engine is not None:
+        stamp["engine_sha256"] = hashlib.sha256(engine.encode("utf-8", "surrogateescape")).hexdigest()
     kept = workspace.read_json(stamp_path) or {}
     if {k: kept.get(k) for k in stamp} == stamp and kept.get("scores"):
         result["scores"] = kept["scores"]
     else:
-        result["scores"] = score_staged(text, dest, name, python, state_dir)
+        result["scores"] = score_staged(text, dest, name, python, state_dir, engine)
         result["scored"] = True
     if action != "none":
+        if engine is not None:  # first: a rules file asks an engine for an interface every newer one keeps
+            _, result["engine_backup"] = workspace.write_text(engine_path(dest), engine, backup=True)
         _, result["backup"] = workspace.write_text(dest, text, backup=True)
     if result["scored"]:
         workspace.write_json(stamp_path, dict(stamp, scores=result["scores"], checked_at=workspace.now_iso()))
