@@ -121,6 +121,42 @@ def setting_problems(checks):
     return settings.problems(checks)
 
 
+def settings_problems(specs, values):
+    """``{{ spec | settings_problems(values) }}``: the problems of ``values`` ({setting: value}) under the checks the
+    roles' argument specs declare (each option's ``Check:`` sentence; ``spec`` is one file's content or a list of
+    them), one line each naming the setting and the fix; [] when all hold. The one validator the preflights and
+    site.yml's first play call."""
+    return [problem["message"] for problem in settings.check_settings(specs, values)]
+
+
+def declared_settings_pattern(specs):
+    """``{{ query('ansible.builtin.varnames', spec | declared_settings_pattern) }}``: a pattern matching exactly the
+    settings a check of ``specs`` reads, so a preflight hands the validator the ones that are defined."""
+    import re
+
+    return "^(%s)$" % "|".join(re.escape(name) for name in settings.checked_names(specs))
+
+
+def user_settings(hostvars_of_host, specs):
+    """``{{ hostvars[inventory_hostname] | user_settings(specs) }}``: {setting: value} of the settings ``specs``
+    declare a check for that the inventory or -e set (a role's default is not among a host's variables). A value
+    that refers to a variable not defined yet (another stage's default, a fact a stage sets) is left to its stage's
+    own check."""
+    from jinja2 import Undefined
+
+    out = {}
+    for name in settings.checked_names(specs):
+        if name not in hostvars_of_host:
+            continue
+        try:
+            value = hostvars_of_host[name]
+        except Exception:  # noqa: BLE001 - Ansible's error for an undefined variable inside the value
+            continue
+        if not isinstance(value, Undefined):
+            out[name] = value
+    return out
+
+
 def shell_exports(mapping):
     """``{{ env | shell_exports }}``: ``export KEY=value`` lines, values quoted, a key that is no variable name
     refused."""
@@ -209,6 +245,9 @@ class FilterModule:
             "grpo_inventory_args": grpo_inventory_args,
             "grpo_rerun_command": grpo_rerun_command,
             "setting_problems": setting_problems,
+            "settings_problems": settings_problems,
+            "declared_settings_pattern": declared_settings_pattern,
+            "user_settings": user_settings,
             "shell_exports": shell_exports,
             "shell_comment": shell_comment,
             "shell_word": shell_word,

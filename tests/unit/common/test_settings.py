@@ -151,3 +151,38 @@ def test_an_index_url_that_is_no_url_is_refused_even_with_nothing_to_install(tmp
     assert msg == ("deps_pinning_index_url (not a url) is not an index URL: give https://host/simple (or "
                    "file:///path for a local one)")
     assert os.listdir(tmp_path) == ["deps_pinning.yml"]
+
+
+# ---- the one contract: the checks an option's description declares, and the one validator over them -------------
+
+_SPEC = {"argument_specs": {"main": {"options": {
+    "x_wait_minutes": {"type": "int", "description": ["How long.", "Check: count from 1 to 10080."]},
+    "x_dir": {"type": "str", "description": "A folder, absolute. Check: path?."},
+    "x_hub": {"type": "str", "description": "A mirror. Check: hub? unless x_allow_http."},
+    "x_allow_http": {"type": "bool", "default": False, "description": "Accept http."},
+    "x_site": {"type": "dict", "description": "Index settings. Check: fields index_url=url trusted_hosts=host[]."},
+    "x_free": {"type": "str", "description": "Not checked here."}}}}}
+
+
+def test_the_validator_reads_each_check_from_the_spec_and_names_the_field():
+    found = settings.check_settings(_SPEC, {"x_wait_minutes": 0, "x_dir": "relative", "x_hub": "http://mirror",
+                                            "x_site": {"index_url": "not a url"}, "x_free": "\n"})
+    assert [p["field"] for p in found] == ["x_dir", "x_hub", "x_site", "x_wait_minutes"], found
+    messages = {p["field"]: p["message"] for p in found}
+    assert messages["x_wait_minutes"] == "x_wait_minutes (0) must be a whole number from 1 to 10080"
+    assert messages["x_dir"].startswith("x_dir ('relative') must be an absolute path")
+    assert "set x_allow_http: true to accept http" in messages["x_hub"]
+    assert messages["x_site"].startswith("x_site.index_url (not a url) is not an index URL")
+
+
+def test_the_validator_passes_good_values_an_allowed_http_hub_and_leaves_absent_ones_alone():
+    assert settings.check_settings(_SPEC, {"x_wait_minutes": 10080, "x_dir": "", "x_hub": "http://mirror",
+                                           "x_allow_http": "yes", "x_site": {"trusted_hosts": ["pypi.org"]}}) == []
+    assert settings.check_settings(_SPEC, {}) == []
+
+
+def test_a_check_that_names_no_kind_is_refused_naming_its_option():
+    spec = {"argument_specs": {"main": {"options": {"x_y": {"description": "Check: nmae."}}}}}
+    with pytest.raises(settings.SettingError, match="unknown kind 'nmae'") as err:
+        settings.check_settings(spec, {"x_y": "a"})
+    assert err.value.field == "x_y"
