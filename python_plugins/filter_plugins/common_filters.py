@@ -193,14 +193,29 @@ def docker_network_problems(info, setting, name):
 _KNOWN = {}
 
 
+def project_names(root=_PROJECT):
+    """settings.project_names over the project's own files: the roles' argument specs and defaults, their task
+    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know)."""
+    import glob
+
+    import yaml
+
+    def load(pattern):
+        out = []
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            with open(path, encoding="utf-8") as handle:
+                out.append(yaml.safe_load(handle))
+        return out
+
+    return settings.project_names(load("roles/*/meta/argument_specs.yml"), load("roles/*/defaults/main.yml"),
+                                  load("roles/*/tasks/*.yml") + load("playbooks/*.yml") + load("site.yml"))
+
+
 def unknown_settings(names):
     """``{{ hostvars[inventory_hostname].keys() | unknown_settings }}``: a problem for each variable set with one of
     our prefixes that no stage reads (a misspelt setting was silently ignored), with the closest setting."""
-    import os
-
     if not _KNOWN:
-        _KNOWN.update(settings.project_names(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))))
+        _KNOWN.update(project_names())
     return settings.unknown_settings(list(names), _KNOWN)
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import common_filters
 import pytest
 import yaml
 from ascend_grpo.common import settings
@@ -19,7 +20,7 @@ ANSIBLE_INVENTORY = os.path.join(os.path.dirname(sys.executable), "ansible-inven
 
 @pytest.fixture(scope="module")
 def known():
-    return settings.project_names(ROOT)
+    return common_filters.project_names(ROOT)
 
 
 @pytest.mark.parametrize("typo, meant", [("grp_train_project", "grpo_train_project"),

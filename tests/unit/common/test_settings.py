@@ -3,6 +3,7 @@ a name with '/', ';' and spaces, an environment variable named 1BAD, a negative 
 
 import os
 
+import common_filters
 import pytest
 from ascend_grpo.common import settings
 from grpo_testkit import ROOT, run_role
@@ -81,7 +82,7 @@ def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_ho
 
 
 def test_a_misspelt_setting_is_refused_naming_the_closest_one():
-    known = settings.project_names(ROOT)
+    known = common_filters.project_names(ROOT)
     # the issue's: `grpo_train_overides: {...}` ran the stage with the defaults
     assert settings.unknown_settings(["grpo_train_overides", "grpo_train_overrides", "sim_root", "ansible_host"],
                                      known) == [
@@ -95,7 +96,7 @@ def test_a_misspelt_setting_is_refused_naming_the_closest_one():
 
 
 def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_their_new_names():
-    known = settings.project_names(ROOT)
+    known = common_filters.project_names(ROOT)
     assert settings.unknown_settings(["ray_cluster_head", "ray_cluster_head_node"], known) == [
         "ray_cluster_head was renamed to grpo_cluster_head (a setting every stage shares): set grpo_cluster_head "
         "instead",
@@ -105,7 +106,7 @@ def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_th
 
 def test_the_doctors_own_npu_smi_setting_is_refused_naming_the_container_stages():
     # issue 43: set only npu_container_npu_smi and the doctor's free-HBM check silently read "not on this host"
-    known = settings.project_names(ROOT)
+    known = common_filters.project_names(ROOT)
     assert "grpo_train_npu_smi" not in known["settings"]
     (problem,) = settings.unknown_settings(["grpo_train_npu_smi", "npu_container_npu_smi"], known)
     assert problem.startswith("grpo_train_npu_smi was renamed to npu_container_npu_smi (")
@@ -186,3 +187,15 @@ def test_a_check_that_names_no_kind_is_refused_naming_its_option():
     with pytest.raises(settings.SettingError, match="unknown kind 'nmae'") as err:
         settings.check_settings(spec, {"x_y": "a"})
     assert err.value.field == "x_y"
+
+
+def test_the_project_names_come_from_the_files_the_caller_hands_over():
+    # the engine reads no path of the Ansible tree: the role layer hands it the specs, defaults and task files
+    spec = {"argument_specs": {"main": {"options": {
+        "x_dir": {"description": "A folder."},
+        "x_seen": {"description": "Derived, not a setting to change: what the stage found."}}}}}
+    tasks = [{"name": "Keep it", "ansible.builtin.set_fact": {"x_found": 1}, "register": "x_result"},
+             {"name": "Refuse the old one", "ansible.builtin.assert": {"that": ["x_old is not defined"]}}]
+    known = settings.project_names([spec], [{"x_default_only": 1}], [tasks])
+    assert known == {"settings": {"x_dir", "x_seen", "x_default_only"}, "internal": {"x_found", "x_result"},
+                     "refused": {"x_old"}, "derived": {"x_seen"}}

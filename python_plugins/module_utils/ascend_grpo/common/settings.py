@@ -463,29 +463,24 @@ PREFIXES = ("npu_container_", "deps_pinning_", "verl_compat_patch_", "assets_", 
             "grpo_eval_", "grpo_")
 
 
-def project_names(root):
-    """What the project itself knows, read from its files (no list kept by hand): ``settings``, every option of
-    the roles' meta/argument_specs.yml and every default; ``internal``, every name its roles and playbooks set
-    (set_fact, register, add_host); ``refused``, the names a stage refuses by name itself (``X is not defined``,
-    the settings it replaced, which keep their own "was replaced by" message); ``derived``, the documented options
-    whose text says the project sets them ("Derived, not a setting to change", "Set by the container stage")."""
-    import glob
-    import os
-
-    import yaml
-
+def project_names(specs, defaults, documents):
+    """What the project itself knows, from its own files as the caller read them (no list kept by hand, and no path
+    of the Ansible tree here): ``specs``, the contents of the roles' meta/argument_specs.yml; ``defaults``, of their
+    defaults/main.yml; ``documents``, the parsed task files and playbooks. ``settings``: every option and every
+    default; ``internal``: every name the roles and playbooks set (set_fact, register, add_host); ``refused``: the
+    names a stage refuses by name itself (``X is not defined``, the settings it replaced, which keep their own "was
+    replaced by" message); ``derived``: the documented options whose text says the project sets them ("Derived, not
+    a setting to change", "Set by the container stage")."""
     settings, internal, refused, derived = set(), set(), set(), set()
-    for path in glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml")):
-        with open(path, encoding="utf-8") as handle:
-            for entry in ((yaml.safe_load(handle) or {}).get("argument_specs") or {}).values():
-                options = (entry or {}).get("options") or {}
-                settings.update(options)
-                # documented, but the project's to set: "Derived, not a setting to change", "Set by the ... stage"
-                derived.update(name for name, spec in options.items()
-                               if _DERIVED.match(" ".join(str((spec or {}).get("description", "")).split())))
-    for path in glob.glob(os.path.join(root, "roles", "*", "defaults", "main.yml")):
-        with open(path, encoding="utf-8") as handle:
-            settings.update(yaml.safe_load(handle) or {})
+    for spec in specs:
+        for entry in ((spec or {}).get("argument_specs") or {}).values():
+            options = (entry or {}).get("options") or {}
+            settings.update(options)
+            # documented, but the project's to set: "Derived, not a setting to change", "Set by the ... stage"
+            derived.update(name for name, option in options.items()
+                           if _DERIVED.match(" ".join(str((option or {}).get("description", "")).split())))
+    for default in defaults:
+        settings.update(default or {})
 
     def walk(node):
         if isinstance(node, dict):
@@ -503,11 +498,8 @@ def project_names(root):
             for item in node:
                 walk(item)
 
-    paths = glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml")) + \
-        glob.glob(os.path.join(root, "playbooks", "*.yml")) + [os.path.join(root, "site.yml")]
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            walk(yaml.safe_load(handle))
+    for document in documents:
+        walk(document)
     return {"settings": settings, "internal": internal, "refused": refused, "derived": derived}
 
 
