@@ -81,10 +81,11 @@ _READ_ONLY_BELOW = ("/etc", "/root")
 _MOUNT = re.compile(r"/[^:\x00-\x1f\x7f]*:/[^:\x00-\x1f\x7f]*(:(ro|rw))?")
 
 
-def mount_problems(setting, volumes, allow_host_access=False):
+def mount_problems(setting, volumes, allow_host_access=False, allow_setting="the setting that allows it"):
     """The entries of a container's extra volumes (``/host:/container[:ro|rw]``) that hand the container the host:
     the Docker socket, ``/``, ``/etc``, ``/root``, ``/var/lib/docker``, a folder above one of them, or anything inside
-    Docker's data (or writable inside /etc and /root). ``allow_host_access`` (a setting of its own) lets them by."""
+    Docker's data (or writable inside /etc and /root). ``allow_host_access`` (the value of the setting named
+    ``allow_setting``, which the message names as the way out) lets them by."""
     import posixpath
 
     if not isinstance(volumes, list):
@@ -104,8 +105,8 @@ def mount_problems(setting, volumes, allow_host_access=False):
             danger = next((p for p in _READ_ONLY_BELOW if source.startswith(p + "/")), None)
         if danger:
             out.append("%s: %r mounts %s into the container, which gives it the host (root on it for anything in the "
-                       "container): remove it, or set npu_container_allow_host_access: true if that is what you want"
-                       % (setting, entry, _what(source, danger)))
+                       "container): remove it, or set %s: true if that is what you want"
+                       % (setting, entry, _what(source, danger), allow_setting))
     return out
 
 
@@ -714,7 +715,7 @@ def _with_args(name, check, values, options):
     elif base in ("hub", "mounts") and check.get("unless"):
         other = check["unless"]
         allowed = _truth(values[other] if other in values else (options.get(other) or {}).get("default", False))
-        row += [allowed, other] if base == "hub" else [allowed]
+        row += [allowed, other]
     return row
 
 
