@@ -57,3 +57,22 @@ def test_good_values_and_values_made_of_later_ones_pass_the_validation(tmp_path)
                                       "grpo_train_checkpoint_dir": "/ckpt/{{ grpo_train_project }}"}))
     assert done.returncode == 0, done.failed
     assert ("localhost", VALIDATE) in done.tasks("runner_on_ok")
+
+
+def test_the_stage_list_is_the_one_site_yml_runs_and_the_engines_know():
+    import os
+
+    from ascend_grpo.common import workspace
+    from grpo_testkit import ROOT
+
+    with open(os.path.join(ROOT, "roles", "grpo_common", "vars", "stages.yml"), encoding="utf-8") as handle:
+        stages = yaml.safe_load(handle)["grpo_common_stages"]
+    with open(os.path.join(ROOT, "site.yml"), encoding="utf-8") as handle:
+        imports = [(play["tags"], play["ansible.builtin.import_playbook"]) for play in yaml.safe_load(handle)
+                   if "ansible.builtin.import_playbook" in play]
+    for entry in stages:
+        assert any(entry["stage"] in tags and book == "playbooks/%s.yml" % entry["stage"] for tags, book in imports), \
+            entry
+        assert os.path.isfile(os.path.join(ROOT, "roles", entry["role"], "meta", "argument_specs.yml")), entry
+    # the stages that leave a record, in order (the support bundle leaves none)
+    assert tuple(e["stage"] for e in stages if e["stage"] != "bundle") == workspace.STAGES
