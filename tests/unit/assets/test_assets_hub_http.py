@@ -4,7 +4,6 @@ on the path of an http mirror can change the model it serves (a config.json with
 import os
 import re
 
-import common_filters
 import pytest
 import yaml
 
@@ -15,6 +14,7 @@ from grpo_testkit import ROOT
 def _assets_preflight_problems(**over):
     """The assets stage's first preflight task's problem list, rendered as Ansible would with the role's defaults and
     ``over`` (the user's settings)."""
+    import common_filters  # here, not at collection: it imports Ansible, which patches sys.intern before torch
     import jinja2.nativetypes
 
     with open(os.path.join(ROOT, "roles", "assets", "tasks", "preflight.yml"), encoding="utf-8") as handle:

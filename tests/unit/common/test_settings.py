@@ -3,7 +3,6 @@ a name with '/', ';' and spaces, an environment variable named 1BAD, a negative 
 
 import os
 
-import common_filters
 import pytest
 from ascend_grpo.common import settings
 from grpo_testkit import ROOT, run_role
@@ -82,7 +81,7 @@ def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_ho
 
 
 def test_a_misspelt_setting_is_refused_naming_the_closest_one():
-    known = common_filters.project_names(ROOT)
+    known = _project_names()
     # the issue's: `grpo_train_overides: {...}` ran the stage with the defaults
     assert settings.unknown_settings(["grpo_train_overides", "grpo_train_overrides", "sim_root", "ansible_host"],
                                      known) == [
@@ -96,7 +95,7 @@ def test_a_misspelt_setting_is_refused_naming_the_closest_one():
 
 
 def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_their_new_names():
-    known = common_filters.project_names(ROOT)
+    known = _project_names()
     assert settings.unknown_settings(["ray_cluster_head", "ray_cluster_head_node"], known) == [
         "ray_cluster_head was renamed to grpo_cluster_head (a setting every stage shares): set grpo_cluster_head "
         "instead",
@@ -106,7 +105,7 @@ def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_th
 
 def test_the_doctors_own_npu_smi_setting_is_refused_naming_the_container_stages():
     # issue 43: set only npu_container_npu_smi and the doctor's free-HBM check silently read "not on this host"
-    known = common_filters.project_names(ROOT)
+    known = _project_names()
     assert "grpo_train_npu_smi" not in known["settings"]
     (problem,) = settings.unknown_settings(["grpo_train_npu_smi", "npu_container_npu_smi"], known)
     assert problem.startswith("grpo_train_npu_smi was renamed to npu_container_npu_smi (")
@@ -199,3 +198,11 @@ def test_the_project_names_come_from_the_files_the_caller_hands_over():
     known = settings.project_names([spec], [{"x_default_only": 1}], [tasks])
     assert known == {"settings": {"x_dir", "x_seen", "x_default_only"}, "internal": {"x_found", "x_result"},
                      "refused": {"x_old"}, "derived": {"x_seen"}}
+
+
+def _project_names():
+    """The project's names as the filter layer reads them (imported here, not at collection: it imports Ansible,
+    whose sys.intern patch breaks a later import of torch in the same session)."""
+    import common_filters
+
+    return common_filters.project_names(ROOT)
