@@ -50,10 +50,11 @@ from ascend_grpo.common import secrets
 _VALIDATE_ACTIONS = ("validate_argument_spec", "ansible.builtin.validate_argument_spec",
                      "ansible.legacy.validate_argument_spec")
 _VALIDATE_NAME = "Validating arguments against arg spec"
-# The package's own check in front of the chain (site.yml: an inventory with NPU hosts), as quiet as Ansible's
+# The package's own checks in front of the chain (site.yml: an inventory with NPU hosts, every stage's settings), as
+# quiet as Ansible's
 _ASSERT_ACTIONS = ("assert", "ansible.builtin.assert", "ansible.legacy.assert")
 _QUIET_CHECKS = ("Require an inventory with NPU hosts", "Refuse a name the package sets itself, set in the inventory "
-                 "or with -e")
+                 "or with -e", "Refuse a bad value of any stage's setting, naming the setting and the fix")
 # An unchanged progress line is shown again after this many seconds, so a long quiet step still shows life.
 REPEAT_AFTER_S = 60.0
 

@@ -121,6 +121,42 @@ def setting_problems(checks):
     return settings.problems(checks)
 
 
+def settings_problems(specs, values):
+    """``{{ spec | settings_problems(values) }}``: the problems of ``values`` ({setting: value}) under the checks the
+    roles' argument specs declare (each option's ``Check:`` sentence; ``spec`` is one file's content or a list of
+    them), one line each naming the setting and the fix; [] when all hold. The one validator the preflights and
+    site.yml's first play call."""
+    return [problem["message"] for problem in settings.check_settings(specs, values)]
+
+
+def declared_settings_pattern(specs):
+    """``{{ query('ansible.builtin.varnames', spec | declared_settings_pattern) }}``: a pattern matching exactly the
+    settings a check of ``specs`` reads, so a preflight hands the validator the ones that are defined."""
+    import re
+
+    return "^(%s)$" % "|".join(re.escape(name) for name in settings.checked_names(specs))
+
+
+def user_settings(hostvars_of_host, specs):
+    """``{{ hostvars[inventory_hostname] | user_settings(specs) }}``: {setting: value} of the settings ``specs``
+    declare a check for that the inventory or -e set (a role's default is not among a host's variables). A value
+    that refers to a variable not defined yet (another stage's default, a fact a stage sets) is left to its stage's
+    own check."""
+    from jinja2 import Undefined
+
+    out = {}
+    for name in settings.checked_names(specs):
+        if name not in hostvars_of_host:
+            continue
+        try:
+            value = hostvars_of_host[name]
+        except Exception:  # noqa: BLE001 - Ansible's error for an undefined variable inside the value
+            continue
+        if not isinstance(value, Undefined):
+            out[name] = value
+    return out
+
+
 def shell_exports(mapping):
     """``{{ env | shell_exports }}``: ``export KEY=value`` lines, values quoted, a key that is no variable name
     refused."""
@@ -157,14 +193,29 @@ def docker_network_problems(info, setting, name):
 _KNOWN = {}
 
 
+def project_names(root=_PROJECT):
+    """settings.project_names over the project's own files: the roles' argument specs and defaults, their task
+    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know)."""
+    import glob
+
+    import yaml
+
+    def load(pattern):
+        out = []
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            with open(path, encoding="utf-8") as handle:
+                out.append(yaml.safe_load(handle))
+        return out
+
+    return settings.project_names(load("roles/*/meta/argument_specs.yml"), load("roles/*/defaults/main.yml"),
+                                  load("roles/*/tasks/*.yml") + load("playbooks/*.yml") + load("site.yml"))
+
+
 def unknown_settings(names):
     """``{{ hostvars[inventory_hostname].keys() | unknown_settings }}``: a problem for each variable set with one of
     our prefixes that no stage reads (a misspelt setting was silently ignored), with the closest setting."""
-    import os
-
     if not _KNOWN:
-        _KNOWN.update(settings.project_names(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))))
+        _KNOWN.update(project_names())
     return settings.unknown_settings(list(names), _KNOWN)
 
 
@@ -209,6 +260,9 @@ class FilterModule:
             "grpo_inventory_args": grpo_inventory_args,
             "grpo_rerun_command": grpo_rerun_command,
             "setting_problems": setting_problems,
+            "settings_problems": settings_problems,
+            "declared_settings_pattern": declared_settings_pattern,
+            "user_settings": user_settings,
             "shell_exports": shell_exports,
             "shell_comment": shell_comment,
             "shell_word": shell_word,

@@ -1,13 +1,15 @@
 """Generated from the roles' argument specs: every setting that holds text (a string, a list of strings or a mapping)
-is checked by its stage's first preflight task, and its check refuses hostile text by name.
+declares its check in its one declaration (the last sentence of its description in meta/argument_specs.yml,
+``Check: KIND ...``), its stage's first preflight task runs the one validator over its role's spec, and the check
+refuses hostile text by name.
 
 The settings come from each role's meta/argument_specs.yml (those with ``choices`` are held to them by Ansible's
-own validation of the spec); the checks from the ``[kind, setting, value]`` lists the roles' tasks hand to
-``setting_problems``. A setting added to a spec without a check fails here. Each check then gets the hostile values
-of test_hostile_values (control characters, shell metacharacters, quotes, '..', very long and non-ASCII text): it
-refuses the value naming the setting, or the value is one that kind may hold. Only free text (a path, a file, a line
-of text, a secret) may hold spaces, quotes or metacharacters, and those reach a script only as one quoted word
-(test_hostile_values renders them); no kind lets a control character through.
+own validation of the spec); the checks from the same options' ``Check:`` sentences (settings.declared_checks). A
+setting added to a spec without a check fails here. Each check then gets the hostile values of test_hostile_values
+(control characters, shell metacharacters, quotes, '..', very long and non-ASCII text): it refuses the value naming
+the setting, or the value is one that kind may hold. Only free text (a path, a file, a line of text, a secret) may
+hold spaces, quotes or metacharacters, and those reach a script only as one quoted word (test_hostile_values renders
+them); no kind lets a control character through.
 """
 
 import glob
@@ -25,51 +27,55 @@ TEXT_TYPES = ("str", "path", "raw")
 # may hold spaces and quotes (a path, a mount's paths, free text), never a control character
 FREE = {"path", "file", "text", "secret", "source", "profile", "mounts"}
 MAPPINGS = {"env", "kwargs", "resources", "mapping", "mounts"}
-_CHECK = re.compile(r"\[\s*'([a-z0-9]+(?:\[\])?\??)',\s*'([A-Za-z0-9_]+)(?:\.[a-z_]+)?'")
+
+
+def _specs():
+    """{role: the content of its meta/argument_specs.yml}."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            out[path.split(os.sep)[-3]] = yaml.safe_load(handle)
+    return out
+
+
+SPECS = _specs()
 
 
 def _text_settings():
     """{role: {setting: option spec}} for every option of every role that holds text."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
-        role = path.split(os.sep)[-3]
-        with open(path, encoding="utf-8") as handle:
-            for entry in (yaml.safe_load(handle)["argument_specs"] or {}).values():
-                for name, option in (entry.get("options") or {}).items():
-                    kind, elements = option.get("type", "str"), option.get("elements", "str")
-                    if option.get("choices"):
-                        continue
-                    if kind in TEXT_TYPES or kind == "dict" or (kind == "list" and elements in TEXT_TYPES):
-                        out.setdefault(role, {})[name] = option
+    for role, spec in SPECS.items():
+        for entry in (spec["argument_specs"] or {}).values():
+            for name, option in (entry.get("options") or {}).items():
+                kind, elements = option.get("type", "str"), option.get("elements", "str")
+                if option.get("choices"):
+                    continue
+                if kind in TEXT_TYPES or kind == "dict" or (kind == "list" and elements in TEXT_TYPES):
+                    out.setdefault(role, {})[name] = option
     return out
 
 
 def _checks():
-    """{role: {setting: kind}} from the lists the role's tasks give setting_problems."""
+    """{role: {setting: kind}} from the checks the role's spec declares; a mapping checked field by field gives
+    one ``setting.field`` each."""
     out = {}
-    for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")):
-        role = path.split(os.sep)[-3]
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        for block in re.findall(r"\{\{(.*?)\}\}", text, re.S):
-            if "setting_problems" in block:
-                for kind, setting in _CHECK.findall(block):
-                    out.setdefault(role, {}).setdefault(setting, kind)
+    for role, spec in SPECS.items():
+        for setting, check in settings.declared_checks(spec).items():
+            for name, kind in ({"%s.%s" % (setting, key): kind for key, kind in check["fields"].items()}
+                               if check["kind"] == "fields" else {setting: check["kind"]}).items():
+                out.setdefault(role, {})[name] = kind
     return out
 
 
 def _all_options():
     """{role: {every option of its specs}}."""
-    out = {}
-    for path in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")):
-        with open(path, encoding="utf-8") as handle:
-            for entry in (yaml.safe_load(handle)["argument_specs"] or {}).values():
-                out.setdefault(path.split(os.sep)[-3], set()).update(entry.get("options") or {})
-    return out
+    return {role: set(settings.spec_options(spec)) for role, spec in SPECS.items()}
 
 
 SETTINGS, CHECKS, ALL_OPTIONS = _text_settings(), _checks(), _all_options()
-PAIRS = sorted((role, name, CHECKS.get(role, {}).get(name)) for role, names in SETTINGS.items() for name in names)
+PAIRS = sorted((role, name, kind) for role, names in SETTINGS.items() for setting in names
+               for name, kind in ({n: k for n, k in CHECKS.get(role, {}).items() if n.startswith(setting + ".")}
+                                  or {setting: CHECKS.get(role, {}).get(setting)}).items())
 
 
 def test_the_specs_hold_the_text_settings_we_expect():
@@ -81,14 +87,70 @@ def test_the_specs_hold_the_text_settings_we_expect():
 
 def test_every_text_setting_is_checked_by_its_own_stage():
     unchecked = ["%s: %s" % (role, name) for role, name, kind in PAIRS if kind is None]
-    assert unchecked == [], "add each to its stage's first preflight task (setting_problems): %s" % unchecked
+    assert unchecked == [], "end its description in its role's meta/argument_specs.yml with a Check: sentence " \
+        "(docs/architecture.md, Settings): %s" % unchecked
 
 
 def test_every_check_names_a_known_kind_and_a_setting_of_its_role():
     for role, checks in CHECKS.items():
         for setting, kind in checks.items():
             assert kind.rstrip("?").replace("[]", "") in settings.KINDS + ("urls",), (role, setting, kind)
-            assert setting in ALL_OPTIONS.get(role, ()), (role, setting)
+            assert setting.split(".")[0] in ALL_OPTIONS.get(role, ()), (role, setting)
+            unless = settings.declared_checks(SPECS[role])[setting.split(".")[0]].get("unless")
+            assert unless is None or unless in ALL_OPTIONS[role], (role, setting, unless)
+
+
+def _tasks(node):
+    """Every task (a mapping with a name) of a parsed task file, blocks included."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _tasks(item)
+    elif isinstance(node, dict):
+        if "name" in node:
+            yield node
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(node.get(key) or [])
+
+
+def _validator_tasks(role):
+    """The tasks of ``role`` that run the one validator over the role's own spec."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", role, "tasks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            for task in _tasks(yaml.safe_load(handle) or []):
+                templates = " ".join(str(v) for v in (task.get("vars") or {}).values())
+                if "settings_problems" in templates and "role_path ~ '/meta/argument_specs.yml'" in templates:
+                    out.append((os.path.basename(path), task["name"]))
+    return out
+
+
+def test_every_stage_runs_the_validator_over_its_own_spec_before_it_acts():
+    for role in CHECKS:
+        found = _validator_tasks(role)
+        assert found, "%s declares checks but no task of it runs settings_problems over its spec" % role
+        firsts = ("Preflight | Check", "Common | Check", "Bundle | Check")
+        assert any(name.startswith(firsts) for _file, name in found), found
+
+
+def test_no_task_keeps_a_second_list_of_the_settings_checks():
+    # the hand lists fed to setting_problems are gone; what is left checks across settings (the container's
+    # built-in mounts and every mount's container path), which no one option can declare
+    users = []
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")):
+        with open(path, encoding="utf-8") as handle:
+            if re.search(r"\|\s*setting_problems\b", handle.read()):
+                users.append(os.path.relpath(path, ROOT))
+    assert users == ["roles/npu_container/tasks/settings.yml"], users
+
+
+def test_the_one_validator_covers_every_declared_check():
+    # a bad value of each checked setting, through check_settings with the specs as data: one problem each, named
+    # by its field
+    for role, spec in SPECS.items():
+        checks = settings.declared_checks(spec)
+        values = {name: ({"index_url": "\n"} if check["kind"] == "fields" else "\n") for name, check in checks.items()}
+        found = {problem["field"] for problem in settings.check_settings(spec, values)}
+        assert found == set(checks), (role, sorted(set(checks) - found))
 
 
 def _hostile(kind, value):

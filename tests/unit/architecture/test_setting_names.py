@@ -19,7 +19,7 @@ ANSIBLE_INVENTORY = os.path.join(os.path.dirname(sys.executable), "ansible-inven
 
 @pytest.fixture(scope="module")
 def known():
-    return settings.project_names(ROOT)
+    return _project_names()
 
 
 @pytest.mark.parametrize("typo, meant", [("grp_train_project", "grpo_train_project"),
@@ -110,3 +110,11 @@ def test_the_first_play_refuses_a_user_set_finding_before_any_stage(tmp_path):
     (host, task, msg), = done.failed
     assert (host, task) == ("localhost", "Refuse a name the package sets itself, set in the inventory or with -e")
     assert msg.startswith("ray_cluster_token_auth is set by the package itself")
+
+
+def _project_names():
+    """The project's names as the filter layer reads them (imported here, not at collection: it imports Ansible,
+    whose sys.intern patch breaks a later import of torch in the same session)."""
+    import common_filters
+
+    return common_filters.project_names(ROOT)

@@ -2,6 +2,7 @@
 on the path of an http mirror can change the model it serves (a config.json with an auto_map, the code it names)."""
 
 import os
+import re
 
 import pytest
 import yaml
@@ -13,6 +14,7 @@ from grpo_testkit import ROOT
 def _assets_preflight_problems(**over):
     """The assets stage's first preflight task's problem list, rendered as Ansible would with the role's defaults and
     ``over`` (the user's settings)."""
+    import common_filters  # here, not at collection: it imports Ansible, which patches sys.intern before torch
     import jinja2.nativetypes
 
     with open(os.path.join(ROOT, "roles", "assets", "tasks", "preflight.yml"), encoding="utf-8") as handle:
@@ -21,15 +23,33 @@ def _assets_preflight_problems(**over):
         defaults = yaml.safe_load(handle)
     env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
     env.filters.update(setting_problems=settings.problems, basename=os.path.basename,
-                       bool=lambda v: v is True or str(v).lower() in ("true", "yes", "on", "1"))
+                       bool=lambda v: v is True or str(v).lower() in ("true", "yes", "on", "1"),
+                       from_yaml=yaml.safe_load, settings_problems=common_filters.settings_problems,
+                       declared_settings_pattern=common_filters.declared_settings_pattern,
+                       zip=lambda a, b: list(zip(a, b)))
     context = dict(grpo_workspace="/data/grpo", grpo_common_python="/usr/bin/python3",
                    role_path=os.path.join(ROOT, "roles", "assets"))
     context.update(defaults, **over)
     for _ in range(3):  # defaults that name other defaults
         context = {k: env.from_string(v).render(context) if isinstance(v, str) and "{{" in v else v
                    for k, v in context.items()}
+
+    def lookup(plugin, *terms):  # the three lookups the task uses, as Ansible answers them
+        assert plugin == "ansible.builtin.file", plugin
+        with open(terms[0], encoding="utf-8") as handle:
+            return handle.read()
+
+    def query(plugin, *terms):
+        if plugin == "ansible.builtin.varnames":
+            return [name for name in context if re.match(terms[0], name)]
+        assert plugin == "ansible.builtin.vars", plugin
+        return [context[name] for name in terms]
+
+    env.globals.update(lookup=lookup, query=query)
     assert first["name"].startswith("Preflight | Check every setting")
-    return env.from_string(first["vars"]["_assets_problems"]).render(context)
+    for name, template in first["vars"].items():  # in the order the task gives them; the last is the problems
+        context[name] = env.from_string(template).render(context)
+    return context["_assets_problems"]
 
 
 def test_the_assets_preflight_refuses_an_http_hub_naming_both_settings():

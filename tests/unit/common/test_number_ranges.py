@@ -58,8 +58,20 @@ def _int_options():
 
 
 def _count_checks():
-    """{setting: number of bounds given} from every ['count', setting, value, ...] a role's tasks check."""
+    """{setting: number of bounds given} from every count or port check the roles' argument specs declare (an
+    option's ``Check:`` sentence) and every ['count', setting, value, ...] a role's tasks still check across
+    settings."""
+    specs = []
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")):
+        with open(path, encoding="utf-8") as handle:
+            specs.append(yaml.safe_load(handle))
     found = {}
+    for setting, check in settings.declared_checks(specs).items():
+        base = check["kind"].rstrip("?")
+        if base == "count":
+            found[setting] = len({"min", "max"} & set(check))
+        elif base == "port":  # its minimum given or 1, its maximum 65535 (settings.port_problem)
+            found[setting] = 2
     for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")):
         with open(path, encoding="utf-8") as handle:
             text = handle.read()

@@ -81,7 +81,7 @@ def test_the_container_stage_refuses_the_docker_socket_before_it_looks_at_the_ho
 
 
 def test_a_misspelt_setting_is_refused_naming_the_closest_one():
-    known = settings.project_names(ROOT)
+    known = _project_names()
     # the issue's: `grpo_train_overides: {...}` ran the stage with the defaults
     assert settings.unknown_settings(["grpo_train_overides", "grpo_train_overrides", "sim_root", "ansible_host"],
                                      known) == [
@@ -95,7 +95,7 @@ def test_a_misspelt_setting_is_refused_naming_the_closest_one():
 
 
 def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_their_new_names():
-    known = settings.project_names(ROOT)
+    known = _project_names()
     assert settings.unknown_settings(["ray_cluster_head", "ray_cluster_head_node"], known) == [
         "ray_cluster_head was renamed to grpo_cluster_head (a setting every stage shares): set grpo_cluster_head "
         "instead",
@@ -105,7 +105,7 @@ def test_the_cluster_head_settings_that_moved_to_grpo_common_are_refused_with_th
 
 def test_the_doctors_own_npu_smi_setting_is_refused_naming_the_container_stages():
     # issue 43: set only npu_container_npu_smi and the doctor's free-HBM check silently read "not on this host"
-    known = settings.project_names(ROOT)
+    known = _project_names()
     assert "grpo_train_npu_smi" not in known["settings"]
     (problem,) = settings.unknown_settings(["grpo_train_npu_smi", "npu_container_npu_smi"], known)
     assert problem.startswith("grpo_train_npu_smi was renamed to npu_container_npu_smi (")
@@ -151,3 +151,58 @@ def test_an_index_url_that_is_no_url_is_refused_even_with_nothing_to_install(tmp
     assert msg == ("deps_pinning_index_url (not a url) is not an index URL: give https://host/simple (or "
                    "file:///path for a local one)")
     assert os.listdir(tmp_path) == ["deps_pinning.yml"]
+
+
+# ---- the one contract: the checks an option's description declares, and the one validator over them -------------
+
+_SPEC = {"argument_specs": {"main": {"options": {
+    "x_wait_minutes": {"type": "int", "description": ["How long.", "Check: count from 1 to 10080."]},
+    "x_dir": {"type": "str", "description": "A folder, absolute. Check: path?."},
+    "x_hub": {"type": "str", "description": "A mirror. Check: hub? unless x_allow_http."},
+    "x_allow_http": {"type": "bool", "default": False, "description": "Accept http."},
+    "x_site": {"type": "dict", "description": "Index settings. Check: fields index_url=url trusted_hosts=host[]."},
+    "x_free": {"type": "str", "description": "Not checked here."}}}}}
+
+
+def test_the_validator_reads_each_check_from_the_spec_and_names_the_field():
+    found = settings.check_settings(_SPEC, {"x_wait_minutes": 0, "x_dir": "relative", "x_hub": "http://mirror",
+                                            "x_site": {"index_url": "not a url"}, "x_free": "\n"})
+    assert [p["field"] for p in found] == ["x_dir", "x_hub", "x_site", "x_wait_minutes"], found
+    messages = {p["field"]: p["message"] for p in found}
+    assert messages["x_wait_minutes"] == "x_wait_minutes (0) must be a whole number from 1 to 10080"
+    assert messages["x_dir"].startswith("x_dir ('relative') must be an absolute path")
+    assert "set x_allow_http: true to accept http" in messages["x_hub"]
+    assert messages["x_site"].startswith("x_site.index_url (not a url) is not an index URL")
+
+
+def test_the_validator_passes_good_values_an_allowed_http_hub_and_leaves_absent_ones_alone():
+    assert settings.check_settings(_SPEC, {"x_wait_minutes": 10080, "x_dir": "", "x_hub": "http://mirror",
+                                           "x_allow_http": "yes", "x_site": {"trusted_hosts": ["pypi.org"]}}) == []
+    assert settings.check_settings(_SPEC, {}) == []
+
+
+def test_a_check_that_names_no_kind_is_refused_naming_its_option():
+    spec = {"argument_specs": {"main": {"options": {"x_y": {"description": "Check: nmae."}}}}}
+    with pytest.raises(settings.SettingError, match="unknown kind 'nmae'") as err:
+        settings.check_settings(spec, {"x_y": "a"})
+    assert err.value.field == "x_y"
+
+
+def test_the_project_names_come_from_the_files_the_caller_hands_over():
+    # the engine reads no path of the Ansible tree: the role layer hands it the specs, defaults and task files
+    spec = {"argument_specs": {"main": {"options": {
+        "x_dir": {"description": "A folder."},
+        "x_seen": {"description": "Derived, not a setting to change: what the stage found."}}}}}
+    tasks = [{"name": "Keep it", "ansible.builtin.set_fact": {"x_found": 1}, "register": "x_result"},
+             {"name": "Refuse the old one", "ansible.builtin.assert": {"that": ["x_old is not defined"]}}]
+    known = settings.project_names([spec], [{"x_default_only": 1}], [tasks])
+    assert known == {"settings": {"x_dir", "x_seen", "x_default_only"}, "internal": {"x_found", "x_result"},
+                     "refused": {"x_old"}, "derived": {"x_seen"}}
+
+
+def _project_names():
+    """The project's names as the filter layer reads them (imported here, not at collection: it imports Ansible,
+    whose sys.intern patch breaks a later import of torch in the same session)."""
+    import common_filters
+
+    return common_filters.project_names(ROOT)

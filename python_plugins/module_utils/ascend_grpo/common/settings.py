@@ -18,9 +18,10 @@
   ``identifier``, ``requirement``, ``size``, ``sha256``: each what its name says, matched whole; ``text``: one line of
   free text; ``secret``: one line, never shown in a problem.
 
-Every string setting of every role is checked by one of these in its stage's first preflight task (a test walks
-the argument specs and fails on one that is not). ``kind?`` lets an empty value (the setting off) by; ``kind[]``
-checks each entry of a list.
+Every string setting of every role declares one of these in its meta/argument_specs.yml (its description's
+last sentence, ``Check: KIND ...``: check_settings below reads it), and its stage's first preflight task runs them
+(a test walks the argument specs and fails on one that declares none). ``kind?`` lets an empty value (the setting
+off) by; ``kind[]`` checks each entry of a list.
 
 Standard library only (the controller's filters use it), but for size_bytes, which asks Ansible's human_to_bytes.
 """
@@ -80,10 +81,11 @@ _READ_ONLY_BELOW = ("/etc", "/root")
 _MOUNT = re.compile(r"/[^:\x00-\x1f\x7f]*:/[^:\x00-\x1f\x7f]*(:(ro|rw))?")
 
 
-def mount_problems(setting, volumes, allow_host_access=False):
+def mount_problems(setting, volumes, allow_host_access=False, allow_setting="the setting that allows it"):
     """The entries of a container's extra volumes (``/host:/container[:ro|rw]``) that hand the container the host:
     the Docker socket, ``/``, ``/etc``, ``/root``, ``/var/lib/docker``, a folder above one of them, or anything inside
-    Docker's data (or writable inside /etc and /root). ``allow_host_access`` (a setting of its own) lets them by."""
+    Docker's data (or writable inside /etc and /root). ``allow_host_access`` (the value of the setting named
+    ``allow_setting``, which the message names as the way out) lets them by."""
     import posixpath
 
     if not isinstance(volumes, list):
@@ -103,8 +105,8 @@ def mount_problems(setting, volumes, allow_host_access=False):
             danger = next((p for p in _READ_ONLY_BELOW if source.startswith(p + "/")), None)
         if danger:
             out.append("%s: %r mounts %s into the container, which gives it the host (root on it for anything in the "
-                       "container): remove it, or set npu_container_allow_host_access: true if that is what you want"
-                       % (setting, entry, _what(source, danger)))
+                       "container): remove it, or set %s: true if that is what you want"
+                       % (setting, entry, _what(source, danger), allow_setting))
     return out
 
 
@@ -462,29 +464,24 @@ PREFIXES = ("npu_container_", "deps_pinning_", "verl_compat_patch_", "assets_", 
             "grpo_eval_", "grpo_")
 
 
-def project_names(root):
-    """What the project itself knows, read from its files (no list kept by hand): ``settings``, every option of
-    the roles' meta/argument_specs.yml and every default; ``internal``, every name its roles and playbooks set
-    (set_fact, register, add_host); ``refused``, the names a stage refuses by name itself (``X is not defined``,
-    the settings it replaced, which keep their own "was replaced by" message); ``derived``, the documented options
-    whose text says the project sets them ("Derived, not a setting to change", "Set by the container stage")."""
-    import glob
-    import os
-
-    import yaml
-
+def project_names(specs, defaults, documents):
+    """What the project itself knows, from its own files as the caller read them (no list kept by hand, and no path
+    of the Ansible tree here): ``specs``, the contents of the roles' meta/argument_specs.yml; ``defaults``, of their
+    defaults/main.yml; ``documents``, the parsed task files and playbooks. ``settings``: every option and every
+    default; ``internal``: every name the roles and playbooks set (set_fact, register, add_host); ``refused``: the
+    names a stage refuses by name itself (``X is not defined``, the settings it replaced, which keep their own "was
+    replaced by" message); ``derived``: the documented options whose text says the project sets them ("Derived, not
+    a setting to change", "Set by the container stage")."""
     settings, internal, refused, derived = set(), set(), set(), set()
-    for path in glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml")):
-        with open(path, encoding="utf-8") as handle:
-            for entry in ((yaml.safe_load(handle) or {}).get("argument_specs") or {}).values():
-                options = (entry or {}).get("options") or {}
-                settings.update(options)
-                # documented, but the project's to set: "Derived, not a setting to change", "Set by the ... stage"
-                derived.update(name for name, spec in options.items()
-                               if _DERIVED.match(" ".join(str((spec or {}).get("description", "")).split())))
-    for path in glob.glob(os.path.join(root, "roles", "*", "defaults", "main.yml")):
-        with open(path, encoding="utf-8") as handle:
-            settings.update(yaml.safe_load(handle) or {})
+    for spec in specs:
+        for entry in ((spec or {}).get("argument_specs") or {}).values():
+            options = (entry or {}).get("options") or {}
+            settings.update(options)
+            # documented, but the project's to set: "Derived, not a setting to change", "Set by the ... stage"
+            derived.update(name for name, option in options.items()
+                           if _DERIVED.match(" ".join(str((option or {}).get("description", "")).split())))
+    for default in defaults:
+        settings.update(default or {})
 
     def walk(node):
         if isinstance(node, dict):
@@ -502,11 +499,8 @@ def project_names(root):
             for item in node:
                 walk(item)
 
-    paths = glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml")) + \
-        glob.glob(os.path.join(root, "playbooks", "*.yml")) + [os.path.join(root, "site.yml")]
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            walk(yaml.safe_load(handle))
+    for document in documents:
+        walk(document)
     return {"settings": settings, "internal": internal, "refused": refused, "derived": derived}
 
 
@@ -600,4 +594,148 @@ def unknown_settings(names, known):
         out.append("%s is not a setting of any stage, so it would be ignored: %s" % (
             name, "did you mean %s?" % close[0] if close else
             "remove it, or see each role's meta/argument_specs.yml for the settings there are"))
+    return out
+
+
+# ---- the one settings contract: each option's check, declared beside its type and documentation ---------------------
+#
+# A role's meta/argument_specs.yml documents each setting once; the last sentence of an option's description says
+# how the setting is checked, so the one declaration carries its check too (an extra key in the option would be
+# ignored by Ansible but refused by the spec's schema):
+#
+#     Check: KIND [from MIN] [to MAX] [unless SETTING] [FIELD=KIND ...].
+#
+# KIND is one of KINDS, with ``?`` (an empty value, the setting off, passes) and ``[]`` (each entry of a list);
+# ``from``/``to`` bound a count or a port; ``unless SETTING`` names the setting that lets a plain-http hub or a mount
+# of the host by; ``fields`` with ``FIELD=KIND`` pairs checks the named keys of a mapping (an absent key passes).
+
+_CHECK_LINE = re.compile(r"(?:^|\s)Check: (?P<check>[^\s].*?)\.?$")
+_CHECK_KIND = re.compile(r"(?P<base>[a-z_0-9]+)(?P<many>\[\])?(?P<optional>\?)?")
+
+
+class SettingError(ValueError):
+    """A declaration that cannot be read (a Check sentence that names no known kind); ``.field`` is its option."""
+
+    def __init__(self, field, message):
+        super().__init__("%s: %s" % (field, message))
+        self.field = field
+
+
+def _description_text(option):
+    text = (option or {}).get("description", "")
+    return " ".join(" ".join(str(line) for line in text).split() if isinstance(text, list) else str(text).split())
+
+
+def parse_check(field, text):
+    """``count from 1 to 10080`` -> ``{kind: 'count', min: 1, max: 10080}``; ``hub? unless x`` -> ``{kind: 'hub?',
+    unless: 'x'}``; ``fields a=url b=host[]`` -> ``{kind: 'fields', fields: {a: 'url', b: 'host[]'}}``."""
+    words, out = text.split(), {}
+    if not words:
+        raise SettingError(field, "an empty Check sentence")
+    out["kind"] = words.pop(0)
+    fields = {}
+    while words:
+        word = words.pop(0)
+        if word in ("from", "to", "unless") and words:
+            value = words.pop(0)
+            if word == "unless":
+                out["unless"] = value
+            elif value.lstrip("-").isdigit():
+                out["min" if word == "from" else "max"] = int(value)
+            else:
+                raise SettingError(field, "Check: %r after %r is no whole number" % (value, word))
+        elif "=" in word and out["kind"] == "fields":
+            key, kind = word.split("=", 1)
+            fields[key] = kind
+        else:
+            raise SettingError(field, "Check: cannot read %r (KIND [from MIN] [to MAX] [unless SETTING])" % word)
+    kinds = list(fields.values()) if out["kind"] == "fields" else [out["kind"]]
+    for kind in kinds:
+        match = _CHECK_KIND.fullmatch(kind)
+        base = match.group("base") if match else kind
+        if base == "urls":
+            continue
+        if not match or (base not in _ONE and base not in _MANY):
+            raise SettingError(field, "Check: unknown kind %r (one of %s, optionally with [] and ?)"
+                               % (kind, ", ".join(KINDS)))
+    if fields:
+        out["fields"] = fields
+    return out
+
+
+def declared_check(field, option):
+    """The check an option's description declares (its last sentence, ``Check: ...``); None when it declares none."""
+    match = _CHECK_LINE.search(_description_text(option))
+    return parse_check(field, match.group("check")) if match else None
+
+
+def spec_options(specs):
+    """{setting: option} of every entry point of one or more roles' argument specs: ``specs`` is a file's content
+    (``{argument_specs: {...}}``), its ``argument_specs`` mapping, or a list of either."""
+    out = {}
+    for spec in specs if isinstance(specs, list) else [specs]:
+        entries = (spec or {}).get("argument_specs", spec) or {}
+        for entry in entries.values():
+            for name, option in ((entry or {}).get("options") or {}).items():
+                out.setdefault(name, option or {})
+    return out
+
+
+def declared_checks(specs):
+    """{setting: check} for every option of ``specs`` whose description declares a check."""
+    out = {}
+    for name, option in spec_options(specs).items():
+        check = declared_check(name, option)
+        if check is not None:
+            out[name] = check
+    return out
+
+
+def checked_names(specs):
+    """The settings a check of ``specs`` reads: each one with a declared check and each one an ``unless`` names."""
+    checks = declared_checks(specs)
+    return sorted(set(checks) | {check["unless"] for check in checks.values() if check.get("unless")})
+
+
+def _truth(value):
+    """Ansible's ``bool`` filter's reading of a setting (yes, true, on, 1)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "y", "true", "t", "on", "1")
+    return value is True or value == 1
+
+
+def _with_args(name, check, values, options):
+    """The ``[kind, setting, value, ...]`` row that ``problems`` takes, for one declared check."""
+    kind, row = check["kind"], [check["kind"], name, values[name]]
+    base = kind.rstrip("?").replace("[]", "")
+    if base == "count":
+        row += [check.get("min", 0), check.get("max")]
+    elif base == "port":
+        row += [check.get("min", 1)]
+    elif base in ("hub", "mounts") and check.get("unless"):
+        other = check["unless"]
+        allowed = _truth(values[other] if other in values else (options.get(other) or {}).get("default", False))
+        row += [allowed, other]
+    return row
+
+
+def check_settings(specs, values):
+    """The one validator: every problem of ``values`` ({setting: value}) under the checks ``specs`` declare, as
+    ``[{field, message}]`` (the message names the field and the fix). A setting absent from ``values`` is not checked
+    here (undefined, or left to its stage); a setting without a declared check is not checked."""
+    options, out = spec_options(specs), []
+    for name, check in sorted(declared_checks(specs).items()):
+        if name not in values:
+            continue
+        if check["kind"] == "fields":
+            value = values[name]
+            if not isinstance(value, dict):
+                out.append({"field": name, "message": "%s is a mapping (%s), not %r"
+                            % (name, ", ".join(sorted(check["fields"])), value)})
+                continue
+            rows = [[kind, "%s.%s" % (name, key), value[key]] for key, kind in sorted(check["fields"].items())
+                    if key in value]
+        else:
+            rows = [_with_args(name, check, values, options)]
+        out += [{"field": name, "message": message} for message in problems(rows)]
     return out
