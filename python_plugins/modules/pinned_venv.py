@@ -180,7 +180,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import secrets, workspace
-from ansible.module_utils.ascend_grpo.deps import pins, pip_runner as stack, verl_checkout as verl_source
+from ansible.module_utils.ascend_grpo.deps import pins, pip_runner, verl_checkout
 
 
 ARGUMENT_SPEC = dict(
@@ -262,9 +262,9 @@ class DepsRun(object):
                     maker, p["venv"], (err or out).strip()[-400:]))
             base_version = out.strip()
         try:
-            self.venv_result = stack.ensure_venv(p["venv"], maker, base_version, p["venv_site_packages"],
+            self.venv_result = pip_runner.ensure_venv(p["venv"], maker, base_version, p["venv_site_packages"],
                                                  module.check_mode, lambda argv: module.run_command(argv))
-        except stack.StackError as err:
+        except pip_runner.StackError as err:
             module.fail_json(msg=str(err))
         python = self.venv_result["python"]
         if self.venv_result["action"] != "kept":
@@ -292,16 +292,16 @@ class DepsRun(object):
         self.editables = [pins.expand(ph["editable"], self.paths) for ph in self.profile["phases"]
                           if ph.get("editable")]
         try:
-            self.before = stack.probe(self.python, p["editable_name"], self.run)
-        except stack.StackError as err:
+            self.before = pip_runner.probe(self.python, p["editable_name"], self.run)
+        except pip_runner.StackError as err:
             module.fail_json(msg=str(err))
         self.arch = self.before["machine"]
         report = pins.check_installed(self.profile["pins"], self.before["versions"], p["accept_drift"])
         editable_ok = self.editable_holds(self.before["editable_url"])
-        source_ok = verl_source.source_matches(p["source"], p["state_dir"], self.paths.get("verl"), self.run)
+        source_ok = verl_checkout.source_matches(p["source"], p["state_dir"], self.paths.get("verl"), self.run)
         self.installed_path = os.path.join(p["state_dir"], "deps-installed.json")
         installed_digest = (workspace.read_json(self.installed_path) or {}).get("profile_sha256")
-        self.digest = stack.profile_digest(self.profile, self.paths)
+        self.digest = pip_runner.profile_digest(self.profile, self.paths)
         # the last install was of this very profile (the quick look and state=present); plain verify does not care
         profile_ok = installed_digest == self.digest if (p["state"] == "present" or p["source"] is not None) else True
         # accepted drift counts as satisfied, or every rerun would run pip
@@ -356,10 +356,10 @@ class DepsRun(object):
         """The dry-run plan; a pin it cannot keep fails before anything is installed."""
         p, module, result = self.p, self.module, self.result
         try:
-            plan = stack.plan(self.profile, self.paths, self.read_file, self.arch, p["site"], self.python,
+            plan = pip_runner.plan(self.profile, self.paths, self.read_file, self.arch, p["site"], self.python,
                               p["state_dir"], p["accept_drift"], p["plan_platform"] or None, self.pip_env, self.run,
                               fill_cache=not module.check_mode)
-        except stack.StackError as err:
+        except pip_runner.StackError as err:
             module.fail_json(msg="%s Nothing was installed." % err, **result)
         if self.not_read:
             # a pin only an unread list asks for is not missing: the real run reads that list (then it must be there)
@@ -384,16 +384,16 @@ class DepsRun(object):
         if plan.get("from_cache"):
             p["site"] = dict(p["site"], cache_only=True)
         steps = pins.install_steps(self.profile, self.paths, self.read_file, self.arch, p["site"], self.steps_python,
-                                   stack.write_constraints(self.profile, p["state_dir"]))
+                                   pip_runner.write_constraints(self.profile, p["state_dir"]))
         result["steps"] = [{"phase": s["phase"], "command": pins.mask_url(" ".join(s["argv"])), "env": s["env"]}
                            for s in steps]
         result["changed"] = True
         if module.check_mode:
             module.exit_json(**result)
         try:
-            stack.install(steps, self.pip_env, self.run)
-            after = stack.probe(self.python, p["editable_name"], self.run)
-        except stack.StackError as err:
+            pip_runner.install(steps, self.pip_env, self.run)
+            after = pip_runner.probe(self.python, p["editable_name"], self.run)
+        except pip_runner.StackError as err:
             module.fail_json(msg=str(err), **result)
         workspace.write_json(self.installed_path, {"profile": self.profile["name"], "profile_sha256": self.digest})
         self.finish(self.with_editable(

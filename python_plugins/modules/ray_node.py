@@ -87,7 +87,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes
 from ansible.module_utils.ascend_grpo.common import workspace
 
 TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
@@ -95,7 +95,7 @@ TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
 
 def _running():
     """Whether this node's Ray (its raylet) runs."""
-    return bool(cluster.ray_processes()["raylet"])
+    return bool(ray_nodes.ray_processes()["raylet"])
 
 
 def _run(module, argv, timeout):
@@ -144,9 +144,9 @@ def started(module, p, running, record_path):
         module.exit_json(changed=True, running=running, diff=diff)
     # A head this worker cannot reach fails before anything here changes (a Ray that runs keeps running).
     if p["role"] == "worker" and p["head_address"]:
-        reach = cluster.tcp_reachable(p["head_address"], p["port"])
+        reach = ray_nodes.tcp_reachable(p["head_address"], p["port"])
         if reach:
-            module.fail_json(msg=cluster.join_failure("", p["head_address"], p["port"], reach), reach=reach,
+            module.fail_json(msg=ray_nodes.join_failure("", p["head_address"], p["port"], reach), reach=reach,
                              running=running)
     output = ""
     if running:  # started from another script (other settings): stopped first
@@ -154,8 +154,8 @@ def started(module, p, running, record_path):
     rc, started_output = _run(module, ["bash", p["script"]], p["timeout"])
     output += started_output
     if rc != 0:
-        reach = cluster.tcp_reachable(p["head_address"], p["port"]) if p["role"] == "worker" else None
-        msg = (cluster.join_failure(output, p["head_address"], p["port"], reach) if p["role"] == "worker"
+        reach = ray_nodes.tcp_reachable(p["head_address"], p["port"]) if p["role"] == "worker" else None
+        msg = (ray_nodes.join_failure(output, p["head_address"], p["port"], reach) if p["role"] == "worker"
                else "ray start --head failed: %s" % " | ".join(
                    [line for line in output.splitlines() if line.strip()][-6:]))
         module.fail_json(msg=msg, output=output, running=_running())
@@ -171,7 +171,7 @@ def main():
             role=dict(type="str", choices=["head", "worker"]),
             script=dict(type="path"),
             head_address=dict(type="str"),
-            port=dict(type="int", default=cluster.DEFAULT_PORT),
+            port=dict(type="int", default=ray_nodes.DEFAULT_PORT),
             ray=dict(type="path", default="ray"),
             timeout=dict(type="int", default=180),
         ),
