@@ -204,7 +204,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import jobs, secrets, workspace
 from ansible.module_utils.ascend_grpo.eval import evaluation
-from ansible.module_utils.ascend_grpo.train import triage, verl_log
+from ansible.module_utils.ascend_grpo.train import run_log, status_view, triage
 
 
 def checkpoints(path):
@@ -228,22 +228,22 @@ def _read(path):
 
 
 def read_history(run_dir):
-    """(the current log's text, its parse, the run's history over every launch's log: verl_log.merge)."""
+    """(the current log's text, its parse, the run's history over every launch's log: run_log.merge)."""
     folder = os.path.join(run_dir, "logs")
     names = sorted(name for name in os.listdir(folder) if name.startswith("grpo-") and name.endswith(".log")) \
         if os.path.isdir(folder) else []
     latest = os.path.join(folder, "latest.log")
     current = os.path.realpath(latest) if os.path.isfile(latest) else None
-    segments, text, parsed = [], "", verl_log.parse("")
+    segments, text, parsed = [], "", run_log.parse("")
     for name in names:
         path = os.path.join(folder, name)
         if os.path.realpath(path) != current:  # the current log is read last: it is the run's state
-            segments.append(verl_log.parse(_read(path)))
+            segments.append(run_log.parse(_read(path)))
     if current:
         text = _read(current)
-        parsed = verl_log.parse(text)
+        parsed = run_log.parse(text)
         segments.append(parsed)
-    return text, parsed, verl_log.merge(segments)
+    return text, parsed, run_log.merge(segments)
 
 
 def compare(root, this_run, this_state):
@@ -257,13 +257,13 @@ def compare(root, this_run, this_state):
             _, _, history = read_history(run_dir)
             if not history["segments"]:
                 continue
-            row = verl_log.summary(history)
+            row = status_view.summary(history)
             if os.path.realpath(run_dir) == os.path.realpath(this_run):
                 row["state"] = this_state
             elif row["state"] in ("training", "starting"):
                 row["state"] = "unfinished"  # its log stops without an end; no job of this run is watched
             row.update(project=project, experiment=experiment, run_dir=run_dir, segments=history["segments"],
-                       mean_step_time_s=verl_log.mean_step_time(history["steps"]))
+                       mean_step_time_s=status_view.mean_step_time(history["steps"]))
             rows.append({key: row.get(key) for key in (
                 "project", "experiment", "run_dir", "state", "step", "total_steps", "val_metric", "val_score",
                 "val_step", "best_val_score", "best_val_step", "score_mean", "mean_step_time_s", "segments")})
@@ -294,7 +294,7 @@ def look(p):
     if not os.path.isfile(log):
         log = job.get("log")
     text, parsed, history = read_history(p["run_dir"])
-    summary = verl_log.summary(history, now=time.time(), started_at=None)
+    summary = status_view.summary(history, now=time.time(), started_at=None)
     saved = checkpoints(p["checkpoint_dir"])
     # the newest save that finished, from the folder (the log names a step when its save starts, also a cut one)
     summary["last_checkpoint"] = saved["saved"][-1] if saved["saved"] else None
@@ -320,7 +320,7 @@ def look(p):
         where = workspace.nearest_existing(p["checkpoint_dir"])
         free = shutil.disk_usage(where).free // (1 << 20) if os.path.isdir(where) else None
         # the log's text is shown to a person: no control character reaches a terminal, no URL password is shown
-        result["error"] = secrets.mask_url(secrets.printable(verl_log.why_it_ended(
+        result["error"] = secrets.mask_url(secrets.printable(run_log.why_it_ended(
             job.get("exit_status"), parsed.get("error"), job["tail"][-1] if job["tail"] else None, saved["saved"],
             free), newlines=False))
         result["traceback_tail"] = [secrets.mask_url(secrets.printable(line, newlines=False))
@@ -364,10 +364,10 @@ def main():
         result, parsed = look(p)
     if p["compare_root"]:
         result["compare"] = compare(p["compare_root"], p["run_dir"], result["state"])
-        result["compare_table"] = verl_log.render_compare(result["compare"])
+        result["compare_table"] = status_view.render_compare(result["compare"])
     if p["plot"] and parsed["steps"] and not module.check_mode:
         try:
-            verl_log.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))
+            status_view.plot(parsed, p["plot"], title=os.path.basename(p["run_dir"]))
             result["plot"] = p["plot"]
         except ImportError as err:
             result["plot_error"] = "no plot: %s" % err

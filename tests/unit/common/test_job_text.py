@@ -10,7 +10,7 @@ from grpo_testkit import ROOT
 
 from ascend_grpo.common import jobs
 from ascend_grpo.eval import evaluation
-from ascend_grpo.train import verl_log
+from ascend_grpo.train import status_view
 
 sys.path.insert(0, os.path.join(ROOT, "python_plugins", "callback_plugins"))
 import grpo_console  # noqa: E402
@@ -56,7 +56,7 @@ def _compare_row(project, experiment):
 def test_a_run_folder_named_with_a_newline_or_bar_adds_no_row_to_the_comparison():
     rows = [_compare_row("p", "real"), _compare_row("p", "evil\np  fake  finished  2/2  0.999@2"),
             _compare_row("p|x", "e\x1b[2J")]
-    table = verl_log.render_compare(rows).splitlines()
+    table = status_view.render_compare(rows).splitlines()
     assert len(table) == 2 + len(rows)  # header, rule, one line per run
     assert all(_clean(line) for line in table)
     assert any("evil\\np" in line for line in table) and any("p\\|x" in line for line in table)
@@ -64,7 +64,7 @@ def test_a_run_folder_named_with_a_newline_or_bar_adds_no_row_to_the_comparison(
 
 def test_the_status_table_escapes_names_and_strips_a_jobs_error_line():
     rows = [{"host": "h1\nh2  running", "state": "failed", "error": HOSTILE, "why": "x\x1b[31m"}]
-    text = verl_log.render_table(rows)
+    text = status_view.render_table(rows)
     assert all(_clean(line) for line in text.splitlines())
     assert "h1\\nh2" in text and len([line for line in text.splitlines() if not line.startswith("    ")]) == 3
 
