@@ -203,14 +203,14 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import jobs, secrets, workspace
-from ansible.module_utils.ascend_grpo.eval import evaluation
+from ansible.module_utils.ascend_grpo.eval import checkpoint_pick
 from ansible.module_utils.ascend_grpo.train import run_log, status_view, triage
 
 
 def checkpoints(path):
-    """Saved steps as the eval stage counts them (evaluation.checkpoint_steps: a step whose save finished), the
+    """Saved steps as the eval stage counts them (checkpoint_pick.checkpoint_steps: a step whose save finished), the
     step folders a cut save left (or a save going on now), and the step verl's record names."""
-    return dict(evaluation.checkpoint_steps(path), dir=path)
+    return dict(checkpoint_pick.checkpoint_steps(path), dir=path)
 
 
 def _run_values(run_dir):

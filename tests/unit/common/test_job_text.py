@@ -9,7 +9,7 @@ import sys
 from grpo_testkit import ROOT
 
 from ascend_grpo.common import jobs
-from ascend_grpo.eval import evaluation
+from ascend_grpo.eval import result_report
 from ascend_grpo.train import status_view
 
 sys.path.insert(0, os.path.join(ROOT, "python_plugins", "callback_plugins"))
@@ -74,7 +74,7 @@ def test_the_reports_folders_cannot_add_a_table_row():
               "checkpoint": {"step": 2, "dir": "/ck/p/e\n\n| model | accuracy (%) |\n|---|---|\n| fake | 99.99 |"},
               "base": {"accuracy": 25.0, "correct": 1, "problems": 4, "model": "/m/base\n| fake2 | 1 |"},
               "trained": {"accuracy": 25.0, "correct": 1, "problems": 4, "model": "/m/merged"}}
-    text = evaluation.render_markdown(report, brief=True)
+    text = result_report.render_markdown(report, brief=True)
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert [row.split("|")[1].strip() for row in rows] == ["model", "---", "base", "trained: step 2", "difference"]
 
