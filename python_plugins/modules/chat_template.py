@@ -107,7 +107,7 @@ def _downloader(module):
                 data = response.read(MAX_DOWNLOAD + 1)
                 if len(data) > MAX_DOWNLOAD:
                     raise template_install.TemplateError("%s is larger than %d MB: not the sample's file"
-                                                      % (url, MAX_DOWNLOAD // 2 ** 20))
+                                                         % (url, MAX_DOWNLOAD // 2 ** 20))
                 return data
             last = "%s %s" % (info.get("status"), info.get("msg", ""))
             if isinstance(info.get("status"), int) and 400 <= info["status"] < 500:
@@ -139,8 +139,8 @@ def main():
         template = params["template"]
         if template is None:
             sample = template_install.load_sample(params["sample_sha256"], path=params["sample_file"],
-                                               url=params["sample_url"], download=_downloader(module),
-                                               cache_dir=params["cache_dir"], keep=not module.check_mode)
+                                                  url=params["sample_url"], download=_downloader(module),
+                                                  cache_dir=params["cache_dir"], keep=not module.check_mode)
             template = sample["template"]
             other = template_install.other_keys_differing(params["model_dir"], sample["config"])
         if params["state"] == "proven":

@@ -160,7 +160,7 @@ def main():
     blocking = result["blocking"]
     if blocking:
         module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
-                             + "\n".join(import_check.describe(b) for b in blocking), **result)
+                         + "\n".join(import_check.describe(b) for b in blocking), **result)
     module.exit_json(**result)
 
 

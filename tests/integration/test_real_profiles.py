@@ -32,8 +32,8 @@ def read(path):
 
 def plan_for(profile, arch, glibc, tmp_path):
     return pip_runner.plan(profile, PATHS, read, arch, {"ignore_profile_indexes": True}, sys.executable, str(tmp_path),
-                      cross={"arch": arch, "python_version": "3.11", "glibc": glibc},
-                      env={"PIP_CONFIG_FILE": os.devnull})
+                           cross={"arch": arch, "python_version": "3.11", "glibc": glibc},
+                           env={"PIP_CONFIG_FILE": os.devnull})
 
 
 def test_shipped_profiles_are_well_formed():

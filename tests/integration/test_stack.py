@@ -26,7 +26,7 @@ def run_profile(profile, python, state_dir, accept=()):
     if plan["blocking"]:
         return plan, None
     pip_runner.install(pins.install_steps(profile, {}, None, arch, {}, python,
-                                     pip_runner.write_constraints(profile, state_dir)))
+                                          pip_runner.write_constraints(profile, state_dir)))
     after = pip_runner.probe(python, "none")
     return plan, after
 
@@ -97,7 +97,7 @@ def test_index_that_does_not_answer(venv, tmp_path):
     os.makedirs(state)
     with pytest.raises(pip_runner.StackError, match="the package index does not answer"):
         pip_runner.plan(profile, {}, None, "x86_64", {}, venv, state,
-                   run=lambda argv, e=None: pip_runner.default_run(argv, dict(e or {}, **env)))
+                        run=lambda argv, e=None: pip_runner.default_run(argv, dict(e or {}, **env)))
 
 
 def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, tmp_path):
@@ -134,7 +134,7 @@ def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, t
         assert len(downloads) == (3 if round_ == "first" else 0), downloads
         assert plan["from_cache"]
         pip_runner.install(pins.install_steps(profile, {}, None, arch, dict(site, **extra), python,
-                                         pip_runner.write_constraints(profile, str(state))))
+                                              pip_runner.write_constraints(profile, str(state))))
         versions = pip_runner.probe(python, "none")["versions"]
         assert versions["python-dateutil"] == "2.9.0.post0" and versions["six"] and versions["idna"] == "3.7"
     # what the first plan resolved (dateutil and its six) and the no-deps package, as files

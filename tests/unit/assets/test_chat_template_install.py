@@ -177,22 +177,22 @@ def test_a_download_is_proven_kept_and_read_back_without_the_network(tmp_path, p
 
     cache = tmp_path / "dl"
     first = template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download,
-                                      cache_dir=str(cache), keep=False)
+                                         cache_dir=str(cache), keep=False)
     assert not first["cached"] and not cache.exists()  # check mode: read, not kept
     template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download, cache_dir=str(cache))
     again = template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download,
-                                      cache_dir=str(cache))
+                                         cache_dir=str(cache))
     assert again["cached"] and again["origin"] == "https://mirror.example/t.json" and len(calls) == 2
     assert [p.read_bytes() for p in cache.iterdir()] == [sample_bytes]
     # a kept copy that no longer proves itself is fetched again
     next(cache.iterdir()).write_bytes(b"{}")
     assert not template_install.load_sample(pinned, url="https://m/t.json", download=download,
-                                         cache_dir=str(cache))["cached"]
+                                            cache_dir=str(cache))["cached"]
     assert len(calls) == 3
     # a bad download is never kept
     with pytest.raises(template_install.TemplateError):
         template_install.load_sample(pinned, url="https://m/t.json", download=lambda url: b"<html>",
-                                  cache_dir=str(tmp_path / "dl2"))
+                                     cache_dir=str(tmp_path / "dl2"))
     assert not (tmp_path / "dl2").exists()
 
 

@@ -74,7 +74,7 @@ def test_the_head_keeps_its_dashboard_on_loopback_and_names_its_private_address(
 
 def test_a_worker_joins_the_heads_address():
     argv = ray_nodes.start_argv("worker", "10.0.0.12", head_ip="10.0.0.11", resources={"NPU": 8},
-                              num_gpus=1, num_cpus=2, ray="/ws/venvs/stack/bin/ray")
+                                num_gpus=1, num_cpus=2, ray="/ws/venvs/stack/bin/ray")
     assert argv[:3] == ["/ws/venvs/stack/bin/ray", "start", "--address=10.0.0.11:6379"]
     assert "--head" not in argv and not any(a.startswith("--dashboard") for a in argv)
     assert "--num-gpus=1" in argv and "--num-cpus=2" in argv and "--node-ip-address=10.0.0.12" in argv
@@ -105,7 +105,7 @@ def test_a_port_that_answers_and_one_that_refuses():
 
 def test_a_failed_join_says_why():
     why = ray_nodes.join_failure("", "10.0.0.11", 6379, "timed out after 5s (a firewall dropping the port, or a "
-                               "wrong address)")
+                                 "wrong address)")
     assert why.startswith("cannot reach the head at 10.0.0.11:6379 (timed out") and "ray_cluster_head_address" in why
     why = ray_nodes.join_failure("", "10.0.0.11", 6379, None, head_version="2.41.0", own_version="2.60.0")
     assert why.startswith("version mismatch: the head runs Ray 2.41.0, this node Ray 2.60.0") and "deps" in why

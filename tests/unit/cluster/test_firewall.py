@@ -63,7 +63,7 @@ def test_the_cluster_stage_passes_the_pinned_ports_to_ray_start():
     from ascend_grpo.cluster import ray_nodes
 
     argv = ray_nodes.start_argv("worker", "10.0.0.12", head_ip="10.0.0.11",
-                              port_options=firewall.start_options(firewall.port_plan({}), "worker"))
+                                port_options=firewall.start_options(firewall.port_plan({}), "worker"))
     assert "--node-manager-port=6380" in argv and "--min-worker-port=10002" in argv
     assert argv[-1] == "--disable-usage-stats"
 

@@ -72,7 +72,7 @@ def test_the_stamp_naming_a_url_with_a_password_is_0600_and_the_result_masks_it(
     (ws / ".grpo").mkdir(parents=True)
     calls = []
     step = verl_checkout.SourceStep({"kind": "git", "repo": REPO, "commit": COMMIT}, str(ws / "verl"),
-                                  str(ws / ".grpo"), _recording_run(calls, tree_for_clone=True))
+                                    str(ws / ".grpo"), _recording_run(calls, tree_for_clone=True))
     result = step.converge()
     stamp = ws / ".grpo" / verl_checkout.STAMP
     assert json.loads(stamp.read_text())["repo"] == REPO  # the stamp compares what was asked for

@@ -100,7 +100,7 @@ def test_a_python_that_cannot_make_one_is_named(tmp_path):
     venv = str(tmp_path / "stack")
     try:
         pip_runner.ensure_venv(venv, "/nonexistent/python3", BASE, True,
-                          run=lambda argv: (127, "", "/nonexistent/python3: not found"))
+                               run=lambda argv: (127, "", "/nonexistent/python3: not found"))
     except pip_runner.StackError as err:
         assert "cannot make the virtual environment %s with /nonexistent/python3" % venv in str(err)
     else:

@@ -50,7 +50,7 @@ def test_removed_npu_helpers_are_found_then_fixed(transformers_4576, tmp_path):
 
 def test_names_transformers_binds_lazily_resolve(transformers_4576):
     assert import_check.resolve("transformers", ["AutoConfig", "AutoModelForCausalLM", "PreTrainedModel"],
-                          [transformers_4576]) == ([], [])
+                                [transformers_4576]) == ([], [])
     assert import_check.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == (["NoSuchThing"], [])
     assert import_check.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == (["*module*"], [])
 
@@ -92,5 +92,5 @@ def test_vllm091_stack_needs_no_patch(upstream_634):
         profile = yaml.safe_load(handle)
     assert profile["operations"] == []
     found = import_check.check(upstream_634, paths, profile["compat"]["entries"], ("vllm", "transformers"),
-                         profile["compat"]["optional"])
+                               profile["compat"]["optional"])
     assert import_check.blocking(found) == []

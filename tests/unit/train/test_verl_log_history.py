@@ -62,7 +62,7 @@ def test_real_step_split():
 
 def test_validation_and_the_save_come_after_the_steps_timer():
     parts = status_view.time_split({"timing_s/gen": 6.0, "timing_s/update_actor": 1.0, "timing_s/update_critic": 0.5,
-                                 "timing_s/testing": 1.5, "timing_s/step": 10.0})
+                                    "timing_s/testing": 1.5, "timing_s/step": 10.0})
     # the iteration took 10 s of step plus 1.5 s of validation; 2.5 s of the step is none of the parts
     assert [(part["part"], part["seconds"], part["share"]) for part in parts] == [
         ("generation", 6.0, round(6 / 11.5, 4)), ("update", 1.5, round(1.5 / 11.5, 4)),

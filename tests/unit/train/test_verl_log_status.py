@@ -72,9 +72,9 @@ def test_eta_from_elapsed_time_without_step_times():
 
 def test_render_table():
     running = run_log.parse(ray("Total training steps: 300") + ray("local_global_step_folder: /c/global_step_40")
-                             + ray(step_line(42, {"critic/score/mean": 0.61234, "actor/kl_loss": 0.0012345,
-                                                  "response_length/mean": 312.25, "timing_s/step": 48.5,
-                                                  "perf/throughput": 1534.56, "training/epoch": 1})))
+                            + ray(step_line(42, {"critic/score/mean": 0.61234, "actor/kl_loss": 0.0012345,
+                                                 "response_length/mean": 312.25, "timing_s/step": 48.5,
+                                                 "perf/throughput": 1534.56, "training/epoch": 1})))
     rows = [
         dict(status_view.summary(run_log.parse(real_log("train_2_steps.log"))), host="node-a"),
         dict(status_view.summary(running), host="node-b.example.org", npu="8x 910B3 OK, 62% HBM"),
