@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from ascend_grpo.common import runner
 from ascend_grpo.deps import pins, pip_runner
 
 pytestmark = pytest.mark.network
@@ -97,7 +98,7 @@ def test_index_that_does_not_answer(venv, tmp_path):
     os.makedirs(state)
     with pytest.raises(pip_runner.StackError, match="the package index does not answer"):
         pip_runner.plan(profile, {}, None, "x86_64", {}, venv, state,
-                        run=lambda argv, e=None: pip_runner.default_run(argv, dict(e or {}, **env)))
+                        run=lambda argv, e=None: runner.run_command(argv, dict(e or {}, **env)))
 
 
 def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, tmp_path):
@@ -117,7 +118,7 @@ def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, t
     def run(argv, env=None):
         calls.append(argv)
         # this machine's own pip settings name local indexes; only the test's sources count here
-        return pip_runner.default_run(argv, dict(env or {}, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
+        return runner.run_command(argv, dict(env or {}, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
 
     for round_, extra in (("first", {}), ("offline", {"index_url": "http://127.0.0.1:9/simple"})):
         calls.clear()

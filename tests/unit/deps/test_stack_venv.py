@@ -11,16 +11,17 @@ import sys
 
 import pytest
 
+from ascend_grpo.common import runner
 from ascend_grpo.deps import pip_runner
 
 BASE = "%d.%d" % sys.version_info[:2]
 
 
 def run(argv):
-    """stack.default_run, making the venv without pip (seconds saved; pip is not what is tested)."""
+    """runner.run_command, making the venv without pip (seconds saved; pip is not what is tested)."""
     if argv[1:3] == ["-m", "venv"]:
         argv = argv[:3] + ["--without-pip"] + argv[3:]
-    return pip_runner.default_run(argv)
+    return runner.run_command(argv)
 
 
 def sees_base_packages(python):
