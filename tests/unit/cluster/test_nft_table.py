@@ -11,7 +11,8 @@ MEMBERS = ["10.0.0.12", "10.0.0.11"]
 class FakeNft(object):
     """nft with one table: ``list table`` prints what the last ``-f -`` script loaded (the rules' comment, which
     holds the fingerprint, and the members' addresses are in it, as in nft's own listing); ``delete table``
-    removes it, and what follows it in the script is the new table. Records every argv and what came on standard input."""
+    removes it, and what follows it in the script is the new table. Records every argv and what came on standard
+    input."""
 
     def __init__(self, listing=""):
         self.listing, self.calls = listing, []
