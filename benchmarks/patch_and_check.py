@@ -31,8 +31,8 @@ ONE_RUN = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import yaml
-from ascend_grpo.patch import ast_patch, import_check as compat
-compat.PREFILTER = sys.argv[2] == "fast"
+from ascend_grpo.patch import ast_patch, import_check
+import_check.PREFILTER = sys.argv[2] == "fast"
 root, paths = sys.argv[3], json.loads(sys.argv[4])
 with open(sys.argv[5], encoding="utf-8") as handle:
     profile = yaml.safe_load(handle)
@@ -41,10 +41,10 @@ settings = profile["compat"]
 start = time.perf_counter()
 results = ast_patch.apply_profile(root, ops)
 patched = time.perf_counter()
-found = compat.check(root, paths, settings["entries"], tuple(settings["watched"]), tuple(settings["optional"]))
+found = import_check.check(root, paths, settings["entries"], tuple(settings["watched"]), tuple(settings["optional"]))
 done = time.perf_counter()
 print(json.dumps({"patch": patched - start, "check": done - patched, "files": sum(r["changed"] for r in results),
-                  "blocking": len(compat.blocking(found)), "findings": len(found)}))
+                  "blocking": len(import_check.blocking(found)), "findings": len(found)}))
 """
 
 

@@ -3,7 +3,7 @@
 Filters for the multi-host cluster: the plan from the inventory, and ray start's arguments.
 """
 
-from ascend_grpo.cluster import ray_nodes as cluster, firewall
+from ascend_grpo.cluster import ray_nodes, firewall
 
 def cluster_plan(envs, hostvars=None, head=""):
     """``{{ groups['npu_envs'] | map('extract', hostvars) | list | cluster_plan(hostvars, grpo_cluster_head) }}``.
@@ -17,28 +17,28 @@ def cluster_plan(envs, hostvars=None, head=""):
             marked = bool(hostvars[host].get("grpo_cluster_head_node", False))
         nodes.append({"name": env.get("inventory_hostname"), "host": host, "cards": list(env.get("grpo_cards") or []),
                       "head": marked})
-    return cluster.plan(nodes, head or None)
+    return ray_nodes.plan(nodes, head or None)
 
 
 def cluster_nodes_plan(nodes, head=""):
     """``{{ [{name, host, cards, head}, ...] | cluster_nodes_plan(grpo_cluster_head) }}``: the plan from nodes."""
-    return cluster.plan(list(nodes), head or None)
+    return ray_nodes.plan(list(nodes), head or None)
 
 
 def ray_start_argv(role, node_ip, **kwargs):
     """``{{ 'head' | ray_start_argv(ip, port=..., resources=..., dashboard=...) }}``: ``ray start``'s arguments."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None and v != ""}
-    return cluster.start_argv(role, node_ip, **kwargs)
+    return ray_nodes.start_argv(role, node_ip, **kwargs)
 
 
 def cluster_node_env(base, ip, ifname):
     """``{{ ray_cluster_hccl_env | cluster_node_env(ip, ifname) }}``: the node's HCCL, Gloo and TP variables."""
-    return cluster.node_env(ip, ifname, base)
+    return ray_nodes.node_env(ip, ifname, base)
 
 
 def stack_drift(stacks):
     """``{{ {node: packages, ...} | stack_drift }}``: the packages whose versions differ between the nodes."""
-    return cluster.stack_drift(stacks)
+    return ray_nodes.stack_drift(stacks)
 
 
 def cluster_nodes_summary(nodes):
@@ -47,7 +47,7 @@ def cluster_nodes_summary(nodes):
 
 
 def token_auth_supported(ray_version):
-    return cluster.token_auth_supported(ray_version)
+    return ray_nodes.token_auth_supported(ray_version)
 
 
 def ray_port_plan(settings, dashboard="loopback", options=None):

@@ -12,8 +12,8 @@ from ansible.errors import AnsibleFilterError
 import yaml
 
 from ascend_grpo.common import settings
-from ascend_grpo.deps import pins, pip_runner as stack
-from ascend_grpo.deps import stack_files as stacks
+from ascend_grpo.deps import pins, pip_runner
+from ascend_grpo.deps import stack_files
 
 def pip_index_args(site):
     """``{{ deps_pinning_site | pip_index_args }}`` -> pip options for the site's index settings."""
@@ -22,7 +22,7 @@ def pip_index_args(site):
 
 def pip_error(text, index_args=()):
     """``{{ result.stderr | pip_error(args) }}`` -> pip's failure in words a user can act on."""
-    return stack.explain_pip_error(text or "", list(index_args or []))
+    return pip_runner.explain_pip_error(text or "", list(index_args or []))
 
 
 def pip_index_env(urls):
@@ -49,11 +49,12 @@ def _load(path):
 def grpo_stack_profile(ref, stage):
     """``{{ grpo_stack | grpo_stack_profile('deps') }}``: the profile (or list) the stack names for ``stage``."""
     try:
-        data = stacks.validate(_load(stacks.locate(ref, STACKS_DIR)), ref)
-    except (stacks.StackError, OSError, yaml.YAMLError) as err:
+        data = stack_files.validate(_load(stack_files.locate(ref, STACKS_DIR)), ref)
+    except (stack_files.StackError, OSError, yaml.YAMLError) as err:
         raise AnsibleFilterError(str(err)) from err
-    if stage not in stacks.STAGES:
-        raise AnsibleFilterError("grpo_stack_profile: no stage %s (stages: %s)" % (stage, ", ".join(stacks.STAGES)))
+    if stage not in stack_files.STAGES:
+        raise AnsibleFilterError("grpo_stack_profile: no stage %s (stages: %s)"
+                                 % (stage, ", ".join(stack_files.STAGES)))
     return data[stage]
 
 
@@ -61,20 +62,20 @@ def grpo_profiles(refs, stage, profiles_dir, own_file=""):
     """``{{ grpo_train_profiles | grpo_profiles('train', role_path ~ '/files/profiles') }}``: each profile the
     setting names, as ``{name, path, data}`` in order; an unknown one fails naming the setting and the choices."""
     try:
-        paths = stacks.locate_profiles(stage, refs, profiles_dir, own_file)
+        paths = stack_files.locate_profiles(stage, refs, profiles_dir, own_file)
         out = []
         for path in paths:
             data = _load(path)
             if not isinstance(data, dict):
-                raise stacks.StackError("%s profile %s is not a mapping" % (stage, path))
+                raise stack_files.StackError("%s profile %s is not a mapping" % (stage, path))
             # its env becomes export lines in the run script: a key that is no variable name is refused here
             env = data.get("env")
             problems = settings.env_problems("%s profile %s: env" % (stage, path), env) if env is not None else []
             if problems:
-                raise stacks.StackError("; ".join(problems))
+                raise stack_files.StackError("; ".join(problems))
             out.append({"name": data.get("name") or os.path.basename(path)[:-4], "path": path, "data": data})
         return out
-    except (stacks.StackError, OSError, yaml.YAMLError) as err:
+    except (stack_files.StackError, OSError, yaml.YAMLError) as err:
         raise AnsibleFilterError(str(err)) from err
 
 

@@ -5,7 +5,7 @@ OpenCompass configuration it renders, and whether to evaluate now (run_plan's ga
 """
 
 from ascend_grpo.common import rerun
-from ascend_grpo.eval import evaluation
+from ascend_grpo.eval import result_report
 from ascend_grpo.train import run_plan
 
 def _plain(value):
@@ -30,13 +30,13 @@ def python_literal(value):
 
 def eval_report(results, meta):
     """``{{ {'base': ..., 'trained': ...} | eval_report(meta) }}``: the report as a mapping."""
-    return evaluation.build_report(_plain(results["base"]), _plain(results["trained"]), _plain(meta))
+    return result_report.build_report(_plain(results["base"]), _plain(results["trained"]), _plain(meta))
 
 
 def eval_report_markdown(report, brief=False):
     """``{{ report | eval_report_markdown }}``: the report as markdown; ``brief=true`` for the console (without
     the training configuration and the result files)."""
-    return evaluation.render_markdown(_plain(report), brief=bool(brief))
+    return result_report.render_markdown(_plain(report), brief=bool(brief))
 
 
 def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):

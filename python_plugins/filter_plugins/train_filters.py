@@ -8,7 +8,7 @@ for the container stage's check before anything changes.
 """
 
 from ascend_grpo.common import rerun
-from ascend_grpo.train import overrides, run_plan, tracking, verl_log
+from ascend_grpo.train import overrides, run_plan, status_view, tracking
 from ascend_grpo.train import run_size
 
 def train_overrides(layers):
@@ -123,7 +123,7 @@ def train_status_table(reports):
             row["ray"] = report["ray"]
         row["tensorboard"] = _tensorboard_line(report)
         rows.append(row)
-    return verl_log.render_table(rows)
+    return status_view.render_table(rows)
 
 
 def _tensorboard_line(report):

@@ -94,7 +94,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.bundle import support_bundle as bundle
+from ansible.module_utils.ascend_grpo.bundle import support_bundle
 
 
 def _read(path, limit=1 << 20):
@@ -118,12 +118,12 @@ def collect(module, p):
         with open(log, "rb") as handle:
             head = handle.read(1 << 20).decode("utf-8", errors="replace").split("\n")[:300]
         members["run/latest.log.head"] = "\n".join(head)
-        members["run/latest.log.tail"] = bundle.tail(log, p["log_lines"])
+        members["run/latest.log.tail"] = support_bundle.tail(log, p["log_lines"])
     state = os.path.join(p["workspace"], ".grpo")
     for path in sorted(glob.glob(os.path.join(state, "*.json")) + glob.glob(os.path.join(state, "jobs", "*.json"))):
         members["records/" + os.path.relpath(path, state)] = _read(path)
-    for path in bundle.newest(p["plog_dir"], r"\.log$", 3):
-        members["plog/" + os.path.basename(path) + ".tail"] = bundle.tail(path, p["log_lines"])
+    for path in support_bundle.newest(p["plog_dir"], r"\.log$", 3):
+        members["plog/" + os.path.basename(path) + ".tail"] = support_bundle.tail(path, p["log_lines"])
     return members
 
 
@@ -146,7 +146,7 @@ def main():
     members = collect(module, p)
     if module.check_mode:
         module.exit_json(changed=True, path=p["dest"], members=sorted(members), redacted=0)
-    done = bundle.write(p["dest"], members, bundle.secrets_of(secrets))
+    done = support_bundle.write(p["dest"], members, support_bundle.secrets_of(secrets))
     module.exit_json(changed=True, path=p["dest"], **done)
 
 

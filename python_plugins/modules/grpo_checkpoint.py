@@ -111,7 +111,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
 from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.eval import evaluation
+from ansible.module_utils.ascend_grpo.eval import checkpoint_pick
 
 
 def chat_template_of(folder):
@@ -120,7 +120,7 @@ def chat_template_of(folder):
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as handle:
             return handle.read()
-    config = evaluation.read_json(os.path.join(folder, "tokenizer_config.json")) or {}
+    config = workspace.read_json(os.path.join(folder, "tokenizer_config.json")) or {}
     return config.get("chat_template")
 
 
@@ -139,9 +139,9 @@ def main():
     )
     p = module.params
     try:
-        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
-                                          p["inventory"])
-    except evaluation.EvalError as err:
+        plan = checkpoint_pick.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
+                                               p["inventory"])
+    except checkpoint_pick.EvalError as err:
         module.fail_json(msg=str(err))
     # the merger reads the config and tokenizer training saved beside the shards: refused before it runs
     problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
@@ -158,7 +158,7 @@ def main():
 def merge(module, p, result, backup, source_fingerprint):
     """Merge into ``<target>.partial``, check it, keep a folder in the way aside, put the merge in place."""
     step, actor_dir, target = result["step"], result["actor_dir"], result["target"]
-    before = evaluation.read_json(os.path.join(target, evaluation.MERGE_MANIFEST)) or {}
+    before = workspace.read_json(os.path.join(target, checkpoint_pick.MERGE_MANIFEST)) or {}
     result["changed"] = True
     result["diff"] = {"before": "merged from step %s\n" % before.get("step") if before else
                       ("(a folder without a merge record)\n" if backup else "(absent)\n"),
@@ -194,8 +194,8 @@ def merge(module, p, result, backup, source_fingerprint):
     elif os.path.isdir(target):
         os.rmdir(target)  # empty
     os.rename(partial, target)
-    record = evaluation.merge_record(target, step, actor_dir, source_fingerprint, workspace.now_iso())
-    with open(os.path.join(target, evaluation.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
+    record = checkpoint_pick.merge_record(target, step, actor_dir, source_fingerprint, workspace.now_iso())
+    with open(os.path.join(target, checkpoint_pick.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
     module.exit_json(**result)
 

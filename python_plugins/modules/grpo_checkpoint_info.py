@@ -94,7 +94,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.eval import evaluation
+from ansible.module_utils.ascend_grpo.eval import checkpoint_pick
 
 
 def main():
@@ -111,9 +111,9 @@ def main():
     )
     p = module.params
     try:
-        plan = evaluation.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
-                                          p["inventory"])
-    except evaluation.EvalError as err:
+        plan = checkpoint_pick.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
+                                               p["inventory"])
+    except checkpoint_pick.EvalError as err:
         module.fail_json(msg=str(err))
     problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
                                           "step %d's saved model config" % plan["step"], p["trust_remote_code"])

@@ -112,7 +112,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
 from ansible.module_utils.ascend_grpo.common import rerun, workspace
-from ansible.module_utils.ascend_grpo.eval import evaluation
+from ansible.module_utils.ascend_grpo.eval import checkpoint_pick, result_report
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
 
@@ -165,7 +165,7 @@ def main():
     if problem:
         module.fail_json(msg=problem)
     data_sha = workspace.sha256_file(p["data_file"])
-    key = evaluation.eval_key(evaluation.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
+    key = result_report.eval_key(checkpoint_pick.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
     label = "%s-%s" % (p["name"], key)
     kept = os.path.join(p["eval_dir"], "results", label + ".json")
     work_dir = os.path.join(p["eval_dir"], "opencompass", label)
@@ -177,8 +177,8 @@ def main():
         module.exit_json(**result)
 
     try:
-        read = evaluation.read_result(work_dir, p["dataset"])
-    except evaluation.EvalError as err:
+        read = result_report.read_result(work_dir, p["dataset"])
+    except checkpoint_pick.EvalError as err:
         module.fail_json(msg=str(err), **result)
     if read["problems"] == 0:
         module.fail_json(msg="OpenCompass scored no problem in %s" % read["result_file"], **result)

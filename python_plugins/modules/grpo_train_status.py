@@ -205,7 +205,7 @@ compare_table:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.train import status_view
+from ansible.module_utils.ascend_grpo.train import run_status
 
 
 def main():
@@ -219,7 +219,7 @@ def main():
                            tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, **status_view.watch(module.params, check_mode=module.check_mode))
+    module.exit_json(changed=False, **run_status.watch(module.params, check_mode=module.check_mode))
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes
 
 _DRIVER = r"""
 import json, sys
@@ -129,7 +129,7 @@ def main():
     deadline = time.time() + p["wait"]
     while True:
         nodes, error = ask(module, p["python"], p["address"], env, p["timeout"])
-        view = cluster.compare_nodes(p["expected"], nodes)
+        view = ray_nodes.compare_nodes(p["expected"], nodes)
         if (not view["missing"] and not error) or time.time() >= deadline:
             break
         time.sleep(5)

@@ -100,36 +100,9 @@ before:
   type: str
 """
 
-import re
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import firewall
-
-PACKAGE_HINT = ("install nftables on the host (apt-get install nftables, dnf install nftables), or set "
-                "ray_cluster_firewall to false and keep every other machine away from Ray's ports yourself")
-
-
-def _nft(module, args, data=None):
-    p = module.params
-    argv = ([p["nsenter"], "--net=/proc/%d/ns/net" % p["pid"], "--"] if p["pid"] else []) + [p["nft"]] + args
-    return module.run_command(argv, data=data, binary_data=True)
-
-
-def _current(module):
-    """nft's listing of our table, or "" when it is not there."""
-    rc, out, err = _nft(module, ["list", "table", "inet", module.params["table"]])
-    if rc == 0:
-        return out
-    if "No such file or directory" in err or "does not exist" in err:
-        return ""
-    module.fail_json(msg="nft cannot read the tables of %s: %s. %s" % (_where(module), err.strip(), PACKAGE_HINT))
-    return ""
-
-
-def _where(module):
-    return "process %d's network namespace" % module.params["pid"] if module.params["pid"] else "this host"
+from ansible.module_utils.ascend_grpo.cluster import firewall, nft_table
 
 
 def main():
@@ -147,64 +120,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    if p["state"] == "absent" and not shutil.which(p["nft"]):
-        module.exit_json(changed=False, before="", fingerprint="")  # no nft, so no table of ours
-    for tool in ("nft",) + (("nsenter",) if p["pid"] else ()):
-        if not shutil.which(p[tool]):
-            module.fail_json(msg="%s is not on this host, and the cluster stage firewalls Ray's ports with it: %s"
-                             % (p[tool], PACKAGE_HINT if tool == "nft" else "install util-linux"))
-    before = _current(module)
-    found = _fingerprint(before)
-    if p["state"] == "check":
-        module.exit_json(changed=False, before=before, fingerprint=found)
-    if p["state"] == "absent":
-        if not before:
-            module.exit_json(changed=False, before="", fingerprint="")
-        if not module.check_mode:
-            rc, _out, err = _nft(module, ["-f", "-"], data=firewall.removal(p["table"]))
-            if rc != 0:
-                module.fail_json(msg="nft could not remove table inet %s in %s: %s" % (p["table"], _where(module),
-                                                                                        err.strip()))
-        module.exit_json(changed=True, before=before, fingerprint=found,
-                         diff=dict(before=before, after="", before_header="table inet " + p["table"]))
     try:
-        ports = list(p["ports"]) + ([firewall.ephemeral_span(_ephemeral(module))] if p["ephemeral"] else [])
-        wanted = firewall.ruleset(ports, p["members"], p["table"], allow_no_members=p["one_host"])
-        members = firewall.members_of(p["members"], allow_none=p["one_host"])
-    except firewall.FirewallError as err:
-        module.fail_json(msg="ray_firewall: %s" % err)
-    result = dict(fingerprint=wanted["fingerprint"], rules=wanted["rules"], members=members, before=before)
-    if found == wanted["fingerprint"] and all(member in before for member in members):
-        module.exit_json(changed=False, **result)
-    if not module.check_mode:
-        rc, _out, err = _nft(module, ["-f", "-"], data=wanted["script"])
-        if rc != 0:
-            module.fail_json(msg="nft refused the rules in %s: %s" % (_where(module), err.strip()), **result)
-        after = _current(module)
-        if _fingerprint(after) != wanted["fingerprint"]:
-            module.fail_json(msg="the table was loaded in %s, but nft lists it without our rules" % _where(module),
-                             **result)
-    module.exit_json(changed=True, diff=dict(before=before, after=wanted["rules"],
-                                             before_header="table inet " + p["table"],
-                                             after_header="table inet " + p["table"]), **result)
-
-
-def _ephemeral(module):
-    """The namespace's ip_local_port_range ("32768\t60999"), read in that namespace (/proc/sys/net is per
-    namespace)."""
-    p = module.params
-    argv = ([p["nsenter"], "--net=/proc/%d/ns/net" % p["pid"], "--"] if p["pid"] else []) + \
-        ["cat", "/proc/sys/net/ipv4/ip_local_port_range"]
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        module.fail_json(msg="cannot read the ephemeral port range of %s: %s" % (_where(module), err.strip()))
-    return out.strip()
-
-
-def _fingerprint(listing):
-    found = re.search(r'comment "(grpo-ray [0-9a-f]{16})"', listing or "")
-    return found.group(1) if found else ""
+        result = nft_table.converge(module.params, module.check_mode, module.run_command)
+    except nft_table.NftError as err:
+        module.fail_json(msg=err.msg, **err.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

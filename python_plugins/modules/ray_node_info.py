@@ -117,17 +117,17 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import ray_nodes as cluster, firewall
+from ansible.module_utils.ascend_grpo.cluster import ray_nodes, firewall
 
 
 def route(module, p):
     """(ip, interface) toward the head, or of the interface asked for; a failure names the settings."""
     try:
         if p["interface"]:
-            return cluster.address_of(p["interface"]), p["interface"]
+            return ray_nodes.address_of(p["interface"]), p["interface"]
         if p["head_address"]:
-            return cluster.route_to(p["head_address"], p["port"])
-    except cluster.ClusterError as err:
+            return ray_nodes.route_to(p["head_address"], p["port"])
+    except ray_nodes.ClusterError as err:
         module.fail_json(msg="%s: %s. Set ray_cluster_interface to the NIC that reaches the other hosts, or "
                              "ray_cluster_head_address to an address of the head they reach" % (
                                  "interface" if p["interface"] else "the route to the head", err))
@@ -149,7 +149,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             head_address=dict(type="str"),
-            port=dict(type="int", default=cluster.DEFAULT_PORT),
+            port=dict(type="int", default=ray_nodes.DEFAULT_PORT),
             interface=dict(type="str"),
             check_port=dict(type="bool", default=False),
             ports=dict(type="list", elements="dict", default=[]),
@@ -161,18 +161,18 @@ def main():
     p = module.params
     ip, ifname = route(module, p)
     listening, clashes = listening_after(p["ports"], p["role"], p["wait_free"])
-    packages = cluster.installed_packages()
-    result = dict(changed=False, ip=ip, interface=ifname, interfaces=cluster.interfaces(),
+    packages = ray_nodes.installed_packages()
+    result = dict(changed=False, ip=ip, interface=ifname, interfaces=ray_nodes.interfaces(),
                   ray_version=packages.get("ray"), python_version=platform.python_version(), packages=packages,
-                  running=bool(cluster.ray_processes()["raylet"]), listening=listening,
-                  ray_options=cluster.ray_start_options())
+                  running=bool(ray_nodes.ray_processes()["raylet"]), listening=listening,
+                  ray_options=ray_nodes.ray_start_options())
     if p["ports"]:
         result["clashes"] = clashes
     if p["check_port"] and p["head_address"]:
-        result["reach"] = cluster.tcp_reachable(p["head_address"], p["port"])
+        result["reach"] = ray_nodes.tcp_reachable(p["head_address"], p["port"])
         if result["reach"]:
             result.pop("packages")
-            module.fail_json(msg=cluster.join_failure("", p["head_address"], p["port"], result["reach"]), **result)
+            module.fail_json(msg=ray_nodes.join_failure("", p["head_address"], p["port"], result["reach"]), **result)
     module.exit_json(**result)
 
 

@@ -116,7 +116,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.patch import import_check as compat
+from ansible.module_utils.ascend_grpo.patch import import_check
 
 
 def main():
@@ -125,7 +125,7 @@ def main():
             root=dict(type="path", default=""),
             state_dir=dict(type="path", default=""),
             paths=dict(type="list", elements="path", default=[]),
-            watched=dict(type="list", elements="str", default=list(compat.WATCHED)),
+            watched=dict(type="list", elements="str", default=list(import_check.WATCHED)),
             entries=dict(type="list", elements="str", required=True),
             optional=dict(type="list", elements="str", default=[]),
             enable_optional=dict(type="bool", default=False),
@@ -142,23 +142,25 @@ def main():
                                                                                        "dist-packages"))]
     settings = {k: p[k] for k in ("root", "entries", "watched", "optional", "enable_optional")}
     settings.update(paths=paths, python=sys.version)
-    stamp = compat.fingerprint(p["root"], paths, settings)
+    stamp = import_check.fingerprint(p["root"], paths, settings)
     cache = os.path.join(p["state_dir"], "compat-check.json") if p["state_dir"] else None
     kept = workspace.read_json(cache) if cache else None
     if isinstance(kept, dict) and kept.get("fingerprint") == stamp and isinstance(kept.get("result"), dict):
         # nothing the answer depends on changed since the last check: its answer stands
         result = dict(kept["result"], cached=True)
     else:
-        unresolved = compat.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
-        reached = sorted(compat.reachable(compat.module_files(p["root"]), p["entries"]))  # scans cached by check
-        result = dict(changed=False, unresolved=unresolved, blocking=compat.blocking(unresolved, p["enable_optional"]),
-                      lines=[compat.describe(u) for u in unresolved], paths=paths, reached=reached, cached=False)
+        unresolved = import_check.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
+        # the scans are cached by check
+        reached = sorted(import_check.reachable(import_check.module_files(p["root"]), p["entries"]))
+        result = dict(changed=False, unresolved=unresolved,
+                      blocking=import_check.blocking(unresolved, p["enable_optional"]),
+                      lines=[import_check.describe(u) for u in unresolved], paths=paths, reached=reached, cached=False)
         if cache and not module.check_mode:
             workspace.write_json(cache, {"fingerprint": stamp, "result": result})
     blocking = result["blocking"]
     if blocking:
         module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
-                             + "\n".join(compat.describe(b) for b in blocking), **result)
+                         + "\n".join(import_check.describe(b) for b in blocking), **result)
     module.exit_json(**result)
 
 

@@ -125,7 +125,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import secrets
-from ansible.module_utils.ascend_grpo.deps import verl_checkout as verl_source
+from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
 def main():
@@ -152,13 +152,13 @@ def main():
         return module.run_command(argv, environ_update=env or {})
 
     try:
-        step = verl_source.SourceStep(
+        step = verl_checkout.SourceStep(
             p["source"], p["dest"], p["state_dir"], run, check_mode=module.check_mode,
             tarball_file=p["tarball_file"], strip_components=p["strip_components"],
             python=p["python"] or sys.executable, site=p["site"],
             urls={"index_url": p["index_url"], "extra_index_urls": p["extra_index_urls"]})
         result = step.converge()
-    except verl_source.SourceError as err:
+    except verl_checkout.SourceError as err:
         module.fail_json(msg=secrets.mask_url(str(err)), dest=p["dest"])  # every URL in it masked
     module.exit_json(**result)
 

@@ -92,7 +92,7 @@ strip_components:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import secrets
-from ansible.module_utils.ascend_grpo.deps import tarball_proof as source
+from ansible.module_utils.ascend_grpo.deps import tarball_proof
 
 
 def main():
@@ -109,8 +109,8 @@ def main():
     # a tarball URL's password or signature: out of everything returned, the echo of the arguments included
     module.no_log_values.update(secrets.credentials_in(p["origin"]))
     try:
-        found = source.prove_tarball(p["path"], p["commit"], p["sha256"], p["origin"] or None)
-    except source.TarballError as err:
+        found = tarball_proof.prove_tarball(p["path"], p["commit"], p["sha256"], p["origin"] or None)
+    except tarball_proof.TarballError as err:
         module.fail_json(msg=secrets.mask_url(str(err)), tarball=p["path"])
     found.pop("comment")
     # Named tarball, not path: Ansible adds a file's owner and mode to a result that has a path.

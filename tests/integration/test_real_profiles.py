@@ -12,7 +12,7 @@ import pytest
 import yaml
 from grpo_testkit import FIXTURES, ROOT
 
-from ascend_grpo.deps import pins, pip_runner as stack
+from ascend_grpo.deps import pins, pip_runner
 
 pytestmark = pytest.mark.network
 
@@ -31,9 +31,9 @@ def read(path):
 
 
 def plan_for(profile, arch, glibc, tmp_path):
-    return stack.plan(profile, PATHS, read, arch, {"ignore_profile_indexes": True}, sys.executable, str(tmp_path),
-                      cross={"arch": arch, "python_version": "3.11", "glibc": glibc},
-                      env={"PIP_CONFIG_FILE": os.devnull})
+    return pip_runner.plan(profile, PATHS, read, arch, {"ignore_profile_indexes": True}, sys.executable, str(tmp_path),
+                           cross={"arch": arch, "python_version": "3.11", "glibc": glibc},
+                           env={"PIP_CONFIG_FILE": os.devnull})
 
 
 def test_shipped_profiles_are_well_formed():
@@ -52,7 +52,8 @@ def test_pins_replace_verls_own():
 
 def test_vllm0130_aarch64_needs_the_cpu_index(tmp_path):
     """Without PyTorch's CPU index, torch 2.8.0 for aarch64 is PyPI's CUDA build, whose triton has no wheel."""
-    with pytest.raises(stack.StackError, match=r"no distribution of triton==3\.4\.0 \(from torch; the index has: "):
+    with pytest.raises(pip_runner.StackError,
+                       match=r"no distribution of triton==3\.4\.0 \(from torch; the index has: "):
         plan_for(load("vllm0.13.0"), "aarch64", "2.35", tmp_path)
 
 

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from ascend_grpo.deps import pins, pip_runner as stack
+from ascend_grpo.common import runner
+from ascend_grpo.deps import pins, pip_runner
 
 pytestmark = pytest.mark.network
 
@@ -21,13 +22,13 @@ def venv(tmp_path_factory):
 def run_profile(profile, python, state_dir, accept=()):
     """What the module does for state=present, without Ansible."""
     os.makedirs(state_dir, exist_ok=True)
-    arch = stack.probe(python, "none")["machine"]
-    plan = stack.plan(profile, {}, None, arch, {}, python, state_dir, accept)
+    arch = pip_runner.probe(python, "none")["machine"]
+    plan = pip_runner.plan(profile, {}, None, arch, {}, python, state_dir, accept)
     if plan["blocking"]:
         return plan, None
-    stack.install(pins.install_steps(profile, {}, None, arch, {}, python,
-                                     stack.write_constraints(profile, state_dir)))
-    after = stack.probe(python, "none")
+    pip_runner.install(pins.install_steps(profile, {}, None, arch, {}, python,
+                                          pip_runner.write_constraints(profile, state_dir)))
+    after = pip_runner.probe(python, "none")
     return plan, after
 
 
@@ -56,14 +57,14 @@ def test_a_pin_a_later_phase_would_move_fails_before_installing(venv, tmp_path):
             {"name": "later", "requirements": ["botocore==1.29.0"]},  # needs urllib3<1.27
         ],
     }
-    before = stack.probe(venv, "none")["versions"]
+    before = pip_runner.probe(venv, "none")["versions"]
     plan, after = run_profile(profile, venv, str(tmp_path / "state"))
     assert after is None
     assert plan["blocking"] == ["urllib3"]
     row = plan["rows"][0]
     assert row["status"] == "conflict"
     assert "botocore 1.29.0 wants urllib3<1.27 and >=1.25.4" in row["pulled_by"]
-    assert stack.probe(venv, "none")["versions"] == before  # nothing installed
+    assert pip_runner.probe(venv, "none")["versions"] == before  # nothing installed
 
 
 def test_accepted_drift_installs_and_is_reported(venv, tmp_path):
@@ -85,7 +86,7 @@ def test_accepted_drift_installs_and_is_reported(venv, tmp_path):
 def test_pin_that_does_not_exist(venv, tmp_path):
     profile = {"name": "ghost", "constraints": True, "pins": {"six": "0.0.42"},
                "phases": [{"name": "p", "requirements": ["six==0.0.42"]}]}
-    with pytest.raises(stack.StackError, match="no distribution of six==0.0.42"):
+    with pytest.raises(pip_runner.StackError, match="no distribution of six==0.0.42"):
         run_profile(profile, venv, str(tmp_path / "state"))
 
 
@@ -95,9 +96,9 @@ def test_index_that_does_not_answer(venv, tmp_path):
     env = {"PIP_CONFIG_FILE": os.devnull}
     state = str(tmp_path / "state")
     os.makedirs(state)
-    with pytest.raises(stack.StackError, match="the package index does not answer"):
-        stack.plan(profile, {}, None, "x86_64", {}, venv, state,
-                   run=lambda argv, e=None: stack.default_run(argv, dict(e or {}, **env)))
+    with pytest.raises(pip_runner.StackError, match="the package index does not answer"):
+        pip_runner.plan(profile, {}, None, "x86_64", {}, venv, state,
+                        run=lambda argv, e=None: runner.run_command(argv, dict(e or {}, **env)))
 
 
 def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, tmp_path):
@@ -117,7 +118,7 @@ def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, t
     def run(argv, env=None):
         calls.append(argv)
         # this machine's own pip settings name local indexes; only the test's sources count here
-        return stack.default_run(argv, dict(env or {}, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
+        return runner.run_command(argv, dict(env or {}, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=""))
 
     for round_, extra in (("first", {}), ("offline", {"index_url": "http://127.0.0.1:9/simple"})):
         calls.clear()
@@ -126,16 +127,16 @@ def test_download_cache_makes_a_second_install_need_no_index(tmp_path_factory, t
         python = str(root / "bin" / "python")
         state = tmp_path / round_
         state.mkdir()
-        arch = stack.probe(python, "none")["machine"]
-        plan = stack.plan(profile, {}, None, arch, dict(site, **extra), python, str(state), run=run)
+        arch = pip_runner.probe(python, "none")["machine"]
+        plan = pip_runner.plan(profile, {}, None, arch, dict(site, **extra), python, str(state), run=run)
         assert not plan["blocking"], plan
         downloads = [c for c in calls if "download" in c]
         # first: the resolved set, the no-deps package, the build tools; then none (the cache holds it all)
         assert len(downloads) == (3 if round_ == "first" else 0), downloads
         assert plan["from_cache"]
-        stack.install(pins.install_steps(profile, {}, None, arch, dict(site, **extra), python,
-                                         stack.write_constraints(profile, str(state))))
-        versions = stack.probe(python, "none")["versions"]
+        pip_runner.install(pins.install_steps(profile, {}, None, arch, dict(site, **extra), python,
+                                              pip_runner.write_constraints(profile, str(state))))
+        versions = pip_runner.probe(python, "none")["versions"]
         assert versions["python-dateutil"] == "2.9.0.post0" and versions["six"] and versions["idna"] == "3.7"
     # what the first plan resolved (dateutil and its six) and the no-deps package, as files
     names = sorted(path.name.split("-")[0].lower() for path in cache.iterdir() if path.is_file())
@@ -157,11 +158,11 @@ def test_no_download_in_check_mode_and_none_of_a_package_built_from_source(tmp_p
                           {"name": "built", "requirements": ["vllm==0.13.0"], "no_deps": True, "no_binary": ["vllm"]},
                           {"name": "plain", "requirements": ["idna==3.7"], "no_deps": True}]}
     site = {"wheel_cache": str(tmp_path)}
-    stack.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run, fill_cache=False)
+    pip_runner.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run, fill_cache=False)
     assert [c for c in calls if "download" in c] == []
     assert ["--find-links", str(tmp_path)] == calls[-1][calls[-1].index("--find-links"):][:2]
     calls.clear()
-    stack.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run)
+    pip_runner.plan(profile, {}, None, "x86_64", site, "py", str(tmp_path), run=run)
     downloads = [c for c in calls if "download" in c]
     assert [c[-1] for c in downloads] == ["six", "idna==3.7", "wheel"]
     assert "--no-deps" in downloads[1] and not any("vllm==0.13.0" in c for c in downloads)
@@ -184,6 +185,6 @@ def test_a_phase_that_fails_from_the_cache_alone_is_run_again_with_the_index(tmp
         calls.append(argv)
         return (1, "", "no matching distribution for hatchling") if "--no-index" in argv else (0, "", "")
 
-    stack.install(steps, run=run)
+    pip_runner.install(steps, run=run)
     assert ["--no-index" in c for c in calls] == [True, False]
     assert calls[1][calls[1].index("--index-url") + 1] == "https://mirror.example/simple"

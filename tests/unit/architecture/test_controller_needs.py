@@ -79,7 +79,7 @@ def test_what_the_controller_runs_imports_without_the_test_extras():
         text = open(os.path.join(PLUGINS, "modules", module + ".py"), encoding="utf-8").read()
         for package, names in re.findall(r"^from ansible\.module_utils\.ascend_grpo\.(\w+) import (.+)$", text, re.M):
             engines |= {package + "." + n.strip().split(" as ")[0] for n in names.split(",")}
-    assert {"container.host_checks", "common.workspace", "eval.evaluation"} <= engines
+    assert {"container.host_checks", "common.workspace", "eval.checkpoint_pick", "eval.result_report"} <= engines
     code = """
 import importlib.abc, importlib.util, sys
 BLOCKED = %(blocked)r

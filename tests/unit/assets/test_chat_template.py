@@ -232,12 +232,12 @@ def test_prompts_fit_the_simulated_max_prompt_length(tokenizer, sample_tokenizer
 def sample_tokenizer(assets):
     """The tiny model's tokenizer with the sample's chat template, as the assets stage installs it by default: read
     from the sample's tarball, proven by the role's pinned sha256."""
-    from ascend_grpo.assets import template_install as chat_template
+    from ascend_grpo.assets import template_install
 
     with open(os.path.join(ROOT, "roles", "assets", "defaults", "main.yml"), encoding="utf-8") as handle:
         pinned = yaml.safe_load(handle)["assets_chat_template_sample_sha256"]
     loaded = AutoTokenizer.from_pretrained(assets["model"])
-    loaded.chat_template = chat_template.read_sample(need_sample_tarball(), pinned)["template"]
+    loaded.chat_template = template_install.read_sample(need_sample_tarball(), pinned)["template"]
     return loaded
 
 

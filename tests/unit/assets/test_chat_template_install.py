@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ascend_grpo.assets import template_install as chat_template
+from ascend_grpo.assets import template_install
 
 ORIGINAL = {"add_bos_token": False, "model_max_length": 131072, "chat_template": "{{ original }}",
             "additional_special_tokens": ["<|im_start|>", "<|im_end|>"], "eos_token": "<|im_end|>"}
@@ -18,28 +18,28 @@ def model(tmp_path):
 
 
 def test_install_keeps_other_keys_and_backs_up_once(model):
-    result = chat_template.apply(str(model), "{{ new }}")
+    result = template_install.apply(str(model), "{{ new }}")
     assert result["changed"] and result["backups"] == [str(model / "tokenizer_config.json.orig")]
     config = json.loads((model / "tokenizer_config.json").read_text())
     assert config == dict(ORIGINAL, chat_template="{{ new }}") and list(config) == list(ORIGINAL)
     assert result["diff"][0]["before"] == "{{ original }}" and result["diff"][0]["after"] == "{{ new }}"
-    again = chat_template.apply(str(model), "{{ new }}")
+    again = template_install.apply(str(model), "{{ new }}")
     assert again == {"changed": False, "files": [], "backups": [], "diff": []}
     # a second, different template: the first original stays the backup
-    chat_template.apply(str(model), "{{ newer }}")
+    template_install.apply(str(model), "{{ newer }}")
     assert json.loads((model / "tokenizer_config.json.orig").read_text()) == ORIGINAL
 
 
 def test_check_mode_writes_nothing(model):
     before = (model / "tokenizer_config.json").read_text()
-    result = chat_template.apply(str(model), "{{ new }}", check=True)
+    result = template_install.apply(str(model), "{{ new }}", check=True)
     assert result["changed"] and (model / "tokenizer_config.json").read_text() == before
     assert not (model / "tokenizer_config.json.orig").exists()
 
 
 def test_a_jinja_file_beside_it_gets_the_template_too(model):
     (model / "chat_template.jinja").write_text("{{ saved separately }}")
-    result = chat_template.apply(str(model), "{{ new }}")
+    result = template_install.apply(str(model), "{{ new }}")
     assert sorted(os.path.basename(f) for f in result["files"]) == ["chat_template.jinja", "tokenizer_config.json"]
     assert (model / "chat_template.jinja").read_text() == "{{ new }}"
     assert (model / "chat_template.jinja.orig").read_text() == "{{ saved separately }}"
@@ -48,7 +48,7 @@ def test_a_jinja_file_beside_it_gets_the_template_too(model):
 def test_named_templates_replace_the_default_only(model):
     named = dict(ORIGINAL, chat_template=[{"name": "default", "template": "a"}, {"name": "tool_use", "template": "b"}])
     (model / "tokenizer_config.json").write_text(json.dumps(named))
-    chat_template.apply(str(model), "{{ new }}")
+    template_install.apply(str(model), "{{ new }}")
     assert json.loads((model / "tokenizer_config.json").read_text())["chat_template"] == [
         {"name": "default", "template": "{{ new }}"}, {"name": "tool_use", "template": "b"}]
 
@@ -58,8 +58,8 @@ def test_named_templates_replace_the_default_only(model):
 def test_bad_folders(tmp_path, content, words):
     if content is not None:
         (tmp_path / "tokenizer_config.json").write_text(content)
-    with pytest.raises(chat_template.TemplateError, match=words):
-        chat_template.apply(str(tmp_path), "x")
+    with pytest.raises(template_install.TemplateError, match=words):
+        template_install.apply(str(tmp_path), "x")
 
 
 # --- the guide's sample's template, proven by sha256 ------------------------------------------------------------
@@ -115,7 +115,7 @@ def test_the_pin_is_the_sample_files_sha256(pinned):
 
 
 def test_the_sample_from_its_tarball(pinned, sample_bytes):
-    found = chat_template.read_sample(need_sample_tarball(), pinned)
+    found = template_install.read_sample(need_sample_tarball(), pinned)
     assert found["member"] == "cann-recipes-train-%s/%s" % (SAMPLE_COMMIT, MEMBER)
     assert found["commit"] == SAMPLE_COMMIT and found["sha256"] == pinned
     assert found["template"] == json.loads(sample_bytes)["chat_template"]
@@ -127,7 +127,7 @@ def test_the_sample_from_its_tarball(pinned, sample_bytes):
 
 def test_the_sample_from_the_file_itself(tmp_path, pinned, sample_bytes):
     (tmp_path / "tokenizer_config.json").write_bytes(sample_bytes)
-    found = chat_template.read_sample(str(tmp_path / "tokenizer_config.json"), pinned.upper())
+    found = template_install.read_sample(str(tmp_path / "tokenizer_config.json"), pinned.upper())
     assert found["member"] is None and found["commit"] is None
     assert found["template"] == json.loads(sample_bytes)["chat_template"]
 
@@ -135,20 +135,20 @@ def test_the_sample_from_the_file_itself(tmp_path, pinned, sample_bytes):
 def test_a_file_that_is_not_the_pinned_one_is_refused(tmp_path, pinned, sample_bytes):
     changed = sample_bytes.replace(b"You are Qwen", b"You are Rogue")
     (tmp_path / "edited.json").write_bytes(changed)
-    with pytest.raises(chat_template.TemplateError, match="has sha256 %s, not %s" % (
+    with pytest.raises(template_install.TemplateError, match="has sha256 %s, not %s" % (
             hashlib.sha256(changed).hexdigest(), pinned)):
-        chat_template.read_sample(str(tmp_path / "edited.json"), pinned)
-    with pytest.raises(chat_template.TemplateError, match="an error page in its place"):
-        chat_template.sample_template(b"<html>404</html>", pinned, "https://mirror.example/x")
+        template_install.read_sample(str(tmp_path / "edited.json"), pinned)
+    with pytest.raises(template_install.TemplateError, match="an error page in its place"):
+        template_install.sample_template(b"<html>404</html>", pinned, "https://mirror.example/x")
     # a tarball with another tokenizer_config.json: every one it holds is named with its sha256
     other = _tarball(tmp_path / "other.tar.gz", {"a/tokenizer_config.json": changed, "README.md": b"x"})
-    with pytest.raises(chat_template.TemplateError, match=r"holds no tokenizer_config.json with sha256 .*found: "
+    with pytest.raises(template_install.TemplateError, match=r"holds no tokenizer_config.json with sha256 .*found: "
                                                          r"x/a/tokenizer_config.json \(sha256 "):
-        chat_template.read_sample(other, pinned)
-    with pytest.raises(chat_template.TemplateError, match="must be 64 hexadecimal digits"):
-        chat_template.read_sample(other, "abc")
-    with pytest.raises(chat_template.TemplateError, match="cannot read"):
-        chat_template.read_sample(str(tmp_path / "missing.json"), pinned)
+        template_install.read_sample(other, pinned)
+    with pytest.raises(template_install.TemplateError, match="must be 64 hexadecimal digits"):
+        template_install.read_sample(other, "abc")
+    with pytest.raises(template_install.TemplateError, match="cannot read"):
+        template_install.read_sample(str(tmp_path / "missing.json"), pinned)
 
 
 @pytest.mark.parametrize("content, words", [
@@ -164,8 +164,8 @@ def test_data_that_is_no_template_is_refused_even_when_pinned(tmp_path, content,
     in_tar = _tarball(tmp_path / "s.tar.gz", {"tokenizer_config.json": content})
     for path in (in_tar, str(tmp_path / "s.json")):
         (tmp_path / "s.json").write_bytes(content)
-        with pytest.raises(chat_template.TemplateError, match=re.escape(words)):
-            chat_template.read_sample(path, digest)
+        with pytest.raises(template_install.TemplateError, match=re.escape(words)):
+            template_install.read_sample(path, digest)
 
 
 def test_a_download_is_proven_kept_and_read_back_without_the_network(tmp_path, pinned, sample_bytes):
@@ -176,39 +176,39 @@ def test_a_download_is_proven_kept_and_read_back_without_the_network(tmp_path, p
         return sample_bytes
 
     cache = tmp_path / "dl"
-    first = chat_template.load_sample(pinned, url="https://mirror.example/t.json", download=download,
-                                      cache_dir=str(cache), keep=False)
+    first = template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download,
+                                         cache_dir=str(cache), keep=False)
     assert not first["cached"] and not cache.exists()  # check mode: read, not kept
-    chat_template.load_sample(pinned, url="https://mirror.example/t.json", download=download, cache_dir=str(cache))
-    again = chat_template.load_sample(pinned, url="https://mirror.example/t.json", download=download,
-                                      cache_dir=str(cache))
+    template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download, cache_dir=str(cache))
+    again = template_install.load_sample(pinned, url="https://mirror.example/t.json", download=download,
+                                         cache_dir=str(cache))
     assert again["cached"] and again["origin"] == "https://mirror.example/t.json" and len(calls) == 2
     assert [p.read_bytes() for p in cache.iterdir()] == [sample_bytes]
     # a kept copy that no longer proves itself is fetched again
     next(cache.iterdir()).write_bytes(b"{}")
-    assert not chat_template.load_sample(pinned, url="https://m/t.json", download=download,
-                                         cache_dir=str(cache))["cached"]
+    assert not template_install.load_sample(pinned, url="https://m/t.json", download=download,
+                                            cache_dir=str(cache))["cached"]
     assert len(calls) == 3
     # a bad download is never kept
-    with pytest.raises(chat_template.TemplateError):
-        chat_template.load_sample(pinned, url="https://m/t.json", download=lambda url: b"<html>",
-                                  cache_dir=str(tmp_path / "dl2"))
+    with pytest.raises(template_install.TemplateError):
+        template_install.load_sample(pinned, url="https://m/t.json", download=lambda url: b"<html>",
+                                     cache_dir=str(tmp_path / "dl2"))
     assert not (tmp_path / "dl2").exists()
 
 
 def test_the_sample_goes_in_as_the_template_only(model, pinned, sample_bytes):
     """The model's own tokenizer keys stay (its tokenizer is its own); the keys where the sample's file differs are
     named."""
-    sample = chat_template.read_sample(need_sample_tarball(), pinned)
-    other = chat_template.other_keys_differing(str(model), sample["config"])
-    result = chat_template.apply(str(model), sample["template"])
+    sample = template_install.read_sample(need_sample_tarball(), pinned)
+    other = template_install.other_keys_differing(str(model), sample["config"])
+    result = template_install.apply(str(model), sample["template"])
     config = json.loads((model / "tokenizer_config.json").read_text())
     assert config == dict(ORIGINAL, chat_template=json.loads(sample_bytes)["chat_template"])
     assert result["changed"] and "added_tokens_decoder" in other
     assert "model_max_length" not in other and "chat_template" not in other
     # the sample's own keys against themselves: only the template would differ
     (model / "tokenizer_config.json").write_bytes(sample_bytes)
-    assert chat_template.other_keys_differing(str(model), sample["config"]) == []
+    assert template_install.other_keys_differing(str(model), sample["config"]) == []
 
 
 # --- the module ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import tarfile
 import pytest
 from grpo_testkit import run_module
 
-from ascend_grpo.bundle import support_bundle as bundle
+from ascend_grpo.bundle import support_bundle
 
 HUB = "hf_PlantedHubToken0123456789"
 REGISTRY = "Planted-Registry-Pass!42"
@@ -30,19 +30,19 @@ PLANTED = (HUB, REGISTRY, RAY, INDEX, MARKED, NAMED)
     ("export OTHER=%s" % MARKED, [MARKED], "export OTHER=***"),
 ])
 def test_redact_takes_out_secrets_credentials_and_secret_named_values(text, secrets, expect):
-    out, count = bundle.redact(text, bundle.secrets_of(secrets))
+    out, count = support_bundle.redact(text, support_bundle.secrets_of(secrets))
     assert expect in out and count >= 1
     assert all(p not in out for p in PLANTED)
 
 
 def test_names_that_only_hold_a_secret_word_keep_their_values():
     text = "max_num_batched_tokens: 512\nRAY_AUTH_TOKEN_PATH=/data/grpo/.grpo/ray/auth_token\nray_cluster_auth: token\n"
-    assert bundle.redact(text, []) == (text, 0)
+    assert support_bundle.redact(text, []) == (text, 0)
 
 
 def test_short_and_empty_values_are_no_secrets():
-    assert bundle.secrets_of(["", "ab", None, {"a": ["long-enough", " "]}, "long-enough"]) == ["long-enough"]
-    assert bundle.redact("an ordinary log line", []) == ("an ordinary log line", 0)
+    assert support_bundle.secrets_of(["", "ab", None, {"a": ["long-enough", " "]}, "long-enough"]) == ["long-enough"]
+    assert support_bundle.redact("an ordinary log line", []) == ("an ordinary log line", 0)
 
 
 def test_the_bundle_holds_what_maintainers_ask_for_and_none_of_the_planted_secrets(tmp_path):

@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from ascend_grpo.bundle import support_bundle as bundle
+from ascend_grpo.bundle import support_bundle
 from ascend_grpo.common import secrets
 
 from grpo_testkit import ROOT  # noqa: E402
@@ -23,7 +23,7 @@ WANDB = "0123456789abcdef0123456789abcdef01234567"  # a wandb API key: 40 hex ch
 
 
 def redacted(text, values=()):
-    return bundle.redact(text, bundle.secrets_of(list(values)))
+    return support_bundle.redact(text, support_bundle.secrets_of(list(values)))
 
 
 @pytest.mark.parametrize("line, secret, shown", [
@@ -78,7 +78,7 @@ def test_ordinary_lines_keep_their_values():
     text = ("max_num_batched_tokens: 512\nRAY_AUTH_TOKEN_PATH=/data/grpo/.grpo/ray/auth_token\n"
             "ray_cluster_auth: token\nRAY_AUTH_MODE=token\nTOKENIZERS_PARALLELISM=false\n"
             "verl @ git+https://github.com/volcengine/verl.git@634bd93f\nstep:3 - score:0.5\n")
-    assert bundle.redact(text, []) == (text, 0)
+    assert support_bundle.redact(text, []) == (text, 0)
 
 
 def _bundle_secrets_expression():

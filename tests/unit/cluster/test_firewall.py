@@ -40,7 +40,7 @@ def test_every_port_ray_opens_is_pinned_with_rays_defaults_where_it_has_them():
 
 
 def test_a_port_whose_option_the_stacks_ray_lacks_is_left_out(tmp_path, monkeypatch):
-    from ascend_grpo.cluster import ray_nodes as cluster
+    from ascend_grpo.cluster import ray_nodes
 
     # a Ray whose CLI has no --dashboard-grpc-port (as Ray 2.60's: its dashboard has no gRPC server)
     package = tmp_path / "ray"
@@ -50,7 +50,7 @@ def test_a_port_whose_option_the_stacks_ray_lacks_is_left_out(tmp_path, monkeypa
         '@click.option(\n    "%s",\n    type=int,\n)\n' % row["option"] for row in firewall.port_plan({})
         if row["option"] and row["option"] != "--dashboard-grpc-port") + '@click.option("--head", is_flag=True)\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    options = cluster.ray_start_options()
+    options = ray_nodes.ray_start_options()
     assert "--head" in options and "--metrics-export-port" in options and "--dashboard-grpc-port" not in options
     rows = firewall.port_plan({}, options=options)
     assert "8266" not in [firewall.span(r) for r in rows]
@@ -60,10 +60,10 @@ def test_a_port_whose_option_the_stacks_ray_lacks_is_left_out(tmp_path, monkeypa
 
 
 def test_the_cluster_stage_passes_the_pinned_ports_to_ray_start():
-    from ascend_grpo.cluster import ray_nodes as cluster
+    from ascend_grpo.cluster import ray_nodes
 
-    argv = cluster.start_argv("worker", "10.0.0.12", head_ip="10.0.0.11",
-                              port_options=firewall.start_options(firewall.port_plan({}), "worker"))
+    argv = ray_nodes.start_argv("worker", "10.0.0.12", head_ip="10.0.0.11",
+                                port_options=firewall.start_options(firewall.port_plan({}), "worker"))
     assert "--node-manager-port=6380" in argv and "--min-worker-port=10002" in argv
     assert argv[-1] == "--disable-usage-stats"
 

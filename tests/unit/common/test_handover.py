@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 from ascend_grpo.common import workspace
-from ascend_grpo.deps import stack_files as stacks
+from ascend_grpo.deps import stack_files
 from grpo_testkit import ROOT, run_module
 
 
@@ -104,33 +104,34 @@ def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(
 
 # The profile lookup every stage uses: the refusals name the setting and the choices (texts from the stages'
 # former preflight asserts, which the sim tests match).
-PROFILES = {stage: os.path.join(ROOT, "roles", role, "files", "profiles") for stage, role in stacks.PROFILE_DIRS.items()}
+PROFILES = {stage: os.path.join(ROOT, "roles", role, "files", "profiles")
+            for stage, role in stack_files.PROFILE_DIRS.items()}
 
 
 def test_profiles_are_located_in_order_and_unknown_ones_refused():
-    paths = stacks.locate_profiles("patch", ["vllm0.13.0", "cpu-overlay"], PROFILES["patch"])
+    paths = stack_files.locate_profiles("patch", ["vllm0.13.0", "cpu-overlay"], PROFILES["patch"])
     assert [os.path.basename(p) for p in paths] == ["vllm0.13.0.yml", "cpu-overlay.yml"]
-    with pytest.raises(stacks.StackError) as err:
-        stacks.locate_profiles("deps", "vllm0.12", PROFILES["deps"])
+    with pytest.raises(stack_files.StackError) as err:
+        stack_files.locate_profiles("deps", "vllm0.12", PROFILES["deps"])
     assert str(err.value).startswith(
         "Unknown profile vllm0.12: set deps_pinning_profile to one of vllm0.13.0, vllm0.13.0-cpu, vllm0.9.1, or "
         "deps_pinning_profile_file")
-    with pytest.raises(stacks.StackError) as err:
-        stacks.locate_profiles("patch", ["vllm0.12"], PROFILES["patch"])
+    with pytest.raises(stack_files.StackError) as err:
+        stack_files.locate_profiles("patch", ["vllm0.12"], PROFILES["patch"])
     assert str(err.value).startswith("Unknown patch profile vllm0.12 in verl_compat_patch_profiles: use one of "
                                       "cpu-overlay, vllm0.13.0, vllm0.9.1")
-    with pytest.raises(stacks.StackError, match="grpo_train_profiles is a non-empty list"):
-        stacks.locate_profiles("train", "npu-single", PROFILES["train"])  # a list setting given a string
-    with pytest.raises(stacks.StackError, match="grpo_train_profiles is a non-empty list"):
-        stacks.locate_profiles("train", [], PROFILES["train"])
+    with pytest.raises(stack_files.StackError, match="grpo_train_profiles is a non-empty list"):
+        stack_files.locate_profiles("train", "npu-single", PROFILES["train"])  # a list setting given a string
+    with pytest.raises(stack_files.StackError, match="grpo_train_profiles is a non-empty list"):
+        stack_files.locate_profiles("train", [], PROFILES["train"])
 
 
 def test_a_profile_file_of_ones_own_wins_for_the_single_profile_stages(tmp_path):
     own = tmp_path / "mine.yml"
     own.write_text(yaml.safe_dump({"name": "mine"}))
-    assert stacks.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], str(own)) == [str(own)]
-    with pytest.raises(stacks.StackError, match="Unknown OpenCompass profile /nope/x.yml: set grpo_eval_profile"):
-        stacks.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], "/nope/x.yml")
+    assert stack_files.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], str(own)) == [str(own)]
+    with pytest.raises(stack_files.StackError, match="Unknown OpenCompass profile /nope/x.yml: set grpo_eval_profile"):
+        stack_files.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], "/nope/x.yml")
 
 
 # The shared helpers every engine uses (one copy each, in ascend_grpo.common.workspace).

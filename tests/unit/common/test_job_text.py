@@ -9,8 +9,8 @@ import sys
 from grpo_testkit import ROOT
 
 from ascend_grpo.common import jobs
-from ascend_grpo.eval import evaluation
-from ascend_grpo.train import verl_log
+from ascend_grpo.eval import result_report
+from ascend_grpo.train import status_view
 
 sys.path.insert(0, os.path.join(ROOT, "python_plugins", "callback_plugins"))
 import grpo_console  # noqa: E402
@@ -56,7 +56,7 @@ def _compare_row(project, experiment):
 def test_a_run_folder_named_with_a_newline_or_bar_adds_no_row_to_the_comparison():
     rows = [_compare_row("p", "real"), _compare_row("p", "evil\np  fake  finished  2/2  0.999@2"),
             _compare_row("p|x", "e\x1b[2J")]
-    table = verl_log.render_compare(rows).splitlines()
+    table = status_view.render_compare(rows).splitlines()
     assert len(table) == 2 + len(rows)  # header, rule, one line per run
     assert all(_clean(line) for line in table)
     assert any("evil\\np" in line for line in table) and any("p\\|x" in line for line in table)
@@ -64,7 +64,7 @@ def test_a_run_folder_named_with_a_newline_or_bar_adds_no_row_to_the_comparison(
 
 def test_the_status_table_escapes_names_and_strips_a_jobs_error_line():
     rows = [{"host": "h1\nh2  running", "state": "failed", "error": HOSTILE, "why": "x\x1b[31m"}]
-    text = verl_log.render_table(rows)
+    text = status_view.render_table(rows)
     assert all(_clean(line) for line in text.splitlines())
     assert "h1\\nh2" in text and len([line for line in text.splitlines() if not line.startswith("    ")]) == 3
 
@@ -74,7 +74,7 @@ def test_the_reports_folders_cannot_add_a_table_row():
               "checkpoint": {"step": 2, "dir": "/ck/p/e\n\n| model | accuracy (%) |\n|---|---|\n| fake | 99.99 |"},
               "base": {"accuracy": 25.0, "correct": 1, "problems": 4, "model": "/m/base\n| fake2 | 1 |"},
               "trained": {"accuracy": 25.0, "correct": 1, "problems": 4, "model": "/m/merged"}}
-    text = evaluation.render_markdown(report, brief=True)
+    text = result_report.render_markdown(report, brief=True)
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert [row.split("|")[1].strip() for row in rows] == ["model", "---", "base", "trained: step 2", "difference"]
 

@@ -14,7 +14,7 @@ import sys
 
 from grpo_testkit import fake_pip_python, run_module
 
-from ascend_grpo.deps import pins, verl_checkout as verl_source
+from ascend_grpo.deps import pins, verl_checkout
 
 SECRET = "s3/cr3t@pw"
 LINKS = "https://builder:%s@wheels.example.internal/links/" % SECRET
@@ -58,7 +58,7 @@ def _recording_run(calls, tree_for_clone=None):
 
 def test_git_gets_the_repositorys_password_through_its_environment_only(tmp_path):
     calls = []
-    assert verl_source.git_clone(_recording_run(calls), REPO, str(tmp_path / "dest"), COMMIT) is None
+    assert verl_checkout.git_clone(_recording_run(calls), REPO, str(tmp_path / "dest"), COMMIT) is None
     git_calls = [c for c in calls if "clone" in c["argv"] or "fetch" in c["argv"]]
     assert git_calls
     for call in git_calls:
@@ -71,10 +71,10 @@ def test_the_stamp_naming_a_url_with_a_password_is_0600_and_the_result_masks_it(
     ws = tmp_path / "ws"
     (ws / ".grpo").mkdir(parents=True)
     calls = []
-    step = verl_source.SourceStep({"kind": "git", "repo": REPO, "commit": COMMIT}, str(ws / "verl"),
-                                  str(ws / ".grpo"), _recording_run(calls, tree_for_clone=True))
+    step = verl_checkout.SourceStep({"kind": "git", "repo": REPO, "commit": COMMIT}, str(ws / "verl"),
+                                    str(ws / ".grpo"), _recording_run(calls, tree_for_clone=True))
     result = step.converge()
-    stamp = ws / ".grpo" / verl_source.STAMP
+    stamp = ws / ".grpo" / verl_checkout.STAMP
     assert json.loads(stamp.read_text())["repo"] == REPO  # the stamp compares what was asked for
     assert stat.S_IMODE(os.stat(stamp).st_mode) == 0o600
     assert SECRET not in json.dumps(result) and "builder:***@git.example.internal" in json.dumps(result)

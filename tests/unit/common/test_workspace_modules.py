@@ -7,7 +7,7 @@ import os
 import sys
 
 from ascend_grpo.common import workspace
-from ascend_grpo.patch import import_check as compat
+from ascend_grpo.patch import import_check
 from grpo_testkit import ROOT, run_module
 
 REWARD = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8").read()
@@ -112,14 +112,14 @@ def test_the_import_checks_fingerprint_follows_the_tree_the_packages_and_the_set
     (tree / "verl").mkdir(parents=True)
     (tree / "verl" / "__init__.py").write_text("import vllm\n")
     site.mkdir()
-    base = compat.fingerprint(str(tree), [str(site)], {"entries": ["verl"]})
-    assert compat.fingerprint(str(tree), [str(site)], {"entries": ["verl"]}) == base
-    assert compat.fingerprint(str(tree), [str(site)], {"entries": ["verl", "x"]}) != base
+    base = import_check.fingerprint(str(tree), [str(site)], {"entries": ["verl"]})
+    assert import_check.fingerprint(str(tree), [str(site)], {"entries": ["verl"]}) == base
+    assert import_check.fingerprint(str(tree), [str(site)], {"entries": ["verl", "x"]}) != base
     (site / "vllm-0.13.0.dist-info").mkdir()
-    installed = compat.fingerprint(str(tree), [str(site)], {"entries": ["verl"]})
+    installed = import_check.fingerprint(str(tree), [str(site)], {"entries": ["verl"]})
     assert installed != base
     (tree / "verl" / "__init__.py").write_text("import vllm  # patched\n")
-    assert compat.fingerprint(str(tree), [str(site)], {"entries": ["verl"]}) != installed
+    assert import_check.fingerprint(str(tree), [str(site)], {"entries": ["verl"]}) != installed
 
 
 def test_the_import_check_keeps_its_answer_until_something_changes(tmp_path):

@@ -1,4 +1,4 @@
-"""The stack's virtual environment in the workspace (stack.ensure_venv): made once, kept while it can serve, moved
+"""The stack's virtual environment in the workspace (pip_runner.ensure_venv): made once, kept while it can serve, moved
 aside (never deleted) and made again when the image's Python under it went or changed version.
 
 Real venvs of this Python (made without pip, for speed); what "can serve" means is Python's own venv layout: a
@@ -11,16 +11,17 @@ import sys
 
 import pytest
 
-from ascend_grpo.deps import pip_runner as stack
+from ascend_grpo.common import runner
+from ascend_grpo.deps import pip_runner
 
 BASE = "%d.%d" % sys.version_info[:2]
 
 
 def run(argv):
-    """stack.default_run, making the venv without pip (seconds saved; pip is not what is tested)."""
+    """runner.run_command, making the venv without pip (seconds saved; pip is not what is tested)."""
     if argv[1:3] == ["-m", "venv"]:
         argv = argv[:3] + ["--without-pip"] + argv[3:]
-    return stack.default_run(argv)
+    return runner.run_command(argv)
 
 
 def sees_base_packages(python):
@@ -41,26 +42,26 @@ def set_cfg(venv, key, value):
 
 def test_made_once_with_the_base_packages_then_kept(tmp_path):
     venv = str(tmp_path / "venvs" / "stack")
-    made = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    made = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert made["action"] == "made" and made["reason"] == "it does not exist"
-    assert stack.read_pyvenv_cfg(venv)["include-system-site-packages"] == "true"
+    assert pip_runner.read_pyvenv_cfg(venv)["include-system-site-packages"] == "true"
     assert sees_base_packages(made["python"])
-    assert stack.ensure_venv(venv, sys.executable, BASE, True, run=run) == {
+    assert pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run) == {
         "action": "kept", "python": os.path.join(venv, "bin", "python"), "reason": None, "moved_to": None}
 
 
 def test_without_base_packages_it_does_not_see_them(tmp_path):
     venv = str(tmp_path / "oc")
-    made = stack.ensure_venv(venv, sys.executable, BASE, False, run=run)
+    made = pip_runner.ensure_venv(venv, sys.executable, BASE, False, run=run)
     assert not sees_base_packages(made["python"])
 
 
 def test_a_venv_of_another_python_version_is_moved_aside_with_what_it_holds(tmp_path):
     venv = str(tmp_path / "stack")
-    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     set_cfg(venv, "version", "3.9.18")  # what a venv made by a 3.9 image says
     open(os.path.join(venv, "by-hand.txt"), "w", encoding="utf-8").write("kept")
-    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    again = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert again["action"] == "remade"
     assert again["reason"] == "it was made by Python 3.9.18, the environment's Python is %s" % BASE
     assert again["moved_to"].startswith(venv + ".bak-")
@@ -70,28 +71,28 @@ def test_a_venv_of_another_python_version_is_moved_aside_with_what_it_holds(tmp_
 
 def test_a_dangling_python_link_is_remade(tmp_path):
     venv = str(tmp_path / "stack")
-    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     python = os.path.join(venv, "bin", "python")
     os.remove(python)
     os.symlink("/nonexistent/python3", python)  # the image's Python moved away
-    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    again = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert again["action"] == "remade" and again["reason"].startswith("its Python %s is gone" % python)
     assert subprocess.run([python, "-c", "pass"], check=False).returncode == 0
 
 
 def test_one_that_hides_the_base_packages_is_remade(tmp_path):
     venv = str(tmp_path / "stack")
-    stack.ensure_venv(venv, sys.executable, BASE, False, run=run)
-    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    pip_runner.ensure_venv(venv, sys.executable, BASE, False, run=run)
+    again = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert again["action"] == "remade" and again["reason"] == "it does not see the base Python's own packages"
 
 
 def test_check_mode_says_what_it_would_do_and_does_nothing(tmp_path):
     venv = str(tmp_path / "stack")
-    would = stack.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
+    would = pip_runner.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
     assert would["action"] == "made" and not os.path.exists(venv)
     os.makedirs(venv)  # a folder that is no venv
-    would = stack.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
+    would = pip_runner.ensure_venv(venv, sys.executable, BASE, True, check_mode=True, run=run)
     assert would["action"] == "remade" and would["reason"] == "it has no pyvenv.cfg (not a virtual environment)"
     assert os.listdir(str(tmp_path)) == ["stack"]
 
@@ -99,9 +100,9 @@ def test_check_mode_says_what_it_would_do_and_does_nothing(tmp_path):
 def test_a_python_that_cannot_make_one_is_named(tmp_path):
     venv = str(tmp_path / "stack")
     try:
-        stack.ensure_venv(venv, "/nonexistent/python3", BASE, True,
-                          run=lambda argv: (127, "", "/nonexistent/python3: not found"))
-    except stack.StackError as err:
+        pip_runner.ensure_venv(venv, "/nonexistent/python3", BASE, True,
+                               run=lambda argv: (127, "", "/nonexistent/python3: not found"))
+    except pip_runner.StackError as err:
         assert "cannot make the virtual environment %s with /nonexistent/python3" % venv in str(err)
     else:
         raise AssertionError("no error")
@@ -110,9 +111,9 @@ def test_a_python_that_cannot_make_one_is_named(tmp_path):
 def test_a_venv_whose_making_was_cut_short_is_remade(tmp_path):
     """A full disk or a kill while venv runs leaves pyvenv.cfg and bin/python but no working pip: not whole."""
     venv = str(tmp_path / "stack")
-    stack.ensure_venv(venv, sys.executable, BASE, True, run=run)  # made without pip: its pip does not run
-    os.remove(os.path.join(venv, stack.MADE_MARK))
-    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)  # made without pip: its pip does not run
+    os.remove(os.path.join(venv, pip_runner.MADE_MARK))
+    again = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert again["action"] == "remade"
     assert again["reason"] == "it was not made whole (it has no pip of its own: cut short while it was made?)"
 
@@ -121,18 +122,18 @@ def test_an_unmarked_venv_with_its_own_pip_is_kept_and_marked(tmp_path):
     """As an earlier version of the package left it (no mark): a real venv with pip."""
     venv = str(tmp_path / "stack")
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True)
-    assert stack.ensure_venv(venv, sys.executable, BASE, True)["action"] == "kept"
-    assert os.path.exists(os.path.join(venv, stack.MADE_MARK))
+    assert pip_runner.ensure_venv(venv, sys.executable, BASE, True)["action"] == "kept"
+    assert os.path.exists(os.path.join(venv, pip_runner.MADE_MARK))
 
 
 def test_a_full_disk_is_named_with_the_free_space_and_what_to_do(tmp_path):
     # what pip prints when the disk fills during an install
     text = "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
-    message = stack.disk_full(text, str(tmp_path / "venvs" / "stack"))
+    message = pip_runner.disk_full(text, str(tmp_path / "venvs" / "stack"))
     assert message.startswith("the disk is full (No space left on device; %s: " % tmp_path)
     assert "MB free" in message and "then rerun" in message and "npu_container_workspace_host" in message
-    assert stack.disk_full("ERROR: No matching distribution found for six==0.0.42") is None
-    assert stack.explain_pip_error(text, []) == stack.disk_full(text)
+    assert pip_runner.disk_full("ERROR: No matching distribution found for six==0.0.42") is None
+    assert pip_runner.explain_pip_error(text, []) == pip_runner.disk_full(text)
 
 
 def test_a_making_cut_short_here_is_removed_not_kept(tmp_path):
@@ -148,13 +149,13 @@ def test_a_making_cut_short_here_is_removed_not_kept(tmp_path):
         return run(argv)
 
     try:
-        stack.ensure_venv(venv, sys.executable, BASE, True, run=full_disk)
-    except stack.StackError as err:
+        pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=full_disk)
+    except pip_runner.StackError as err:
         assert "the disk is full (No space left on device; %s: " % venv in str(err)
     else:
         raise AssertionError("no error")
-    assert os.path.exists(venv + stack.MAKING_SUFFIX)
-    again = stack.ensure_venv(venv, sys.executable, BASE, True, run=run)
+    assert os.path.exists(venv + pip_runner.MAKING_SUFFIX)
+    again = pip_runner.ensure_venv(venv, sys.executable, BASE, True, run=run)
     assert again["action"] == "remade" and again["moved_to"] is None
     assert again["reason"] == "its making here was cut short (a full disk, a kill)"
     assert sorted(os.listdir(str(tmp_path))) == ["stack"]
@@ -175,8 +176,8 @@ PIP_26_NOT_FOUND = (
 
 @pytest.mark.parametrize("text", [PIP_23_NOT_FOUND, PIP_26_NOT_FOUND], ids=["pip23", "pip26"])
 def test_a_missing_distribution_reads_the_same_from_old_and_new_pip(text):
-    assert stack.no_distribution(text) == "triton==3.4.0 (from torch; the index has: 3.5.0, 3.5.1, 3.6.0)"
-    message = stack.explain_pip_error(text, ["--index-url", "https://mirror.example/simple"])
+    assert pip_runner.no_distribution(text) == "triton==3.4.0 (from torch; the index has: 3.5.0, 3.5.1, 3.6.0)"
+    message = pip_runner.explain_pip_error(text, ["--index-url", "https://mirror.example/simple"])
     assert message.startswith("no distribution of triton==3.4.0 (from torch; the index has: 3.5.0")
     assert "--index-url https://mirror.example/simple" in message and "platform_machine" not in message
 
@@ -184,6 +185,6 @@ def test_a_missing_distribution_reads_the_same_from_old_and_new_pip(text):
 def test_a_missing_top_level_requirement_names_no_asker():
     text = ("ERROR: Could not find a version that satisfies the requirement six==0.0.42 (from versions: none)\n"
             "ERROR: No matching distribution found for six==0.0.42\n")
-    assert stack.no_distribution(text) == "six==0.0.42"
-    assert stack.no_distribution("ERROR: No matching distribution found for six==0.0.42\n") == "six==0.0.42"
-    assert stack.no_distribution("Successfully installed six-1.17.0\n") is None
+    assert pip_runner.no_distribution(text) == "six==0.0.42"
+    assert pip_runner.no_distribution("ERROR: No matching distribution found for six==0.0.42\n") == "six==0.0.42"
+    assert pip_runner.no_distribution("Successfully installed six-1.17.0\n") is None

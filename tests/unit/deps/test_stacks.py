@@ -12,7 +12,7 @@ import pytest
 import yaml
 from grpo_testkit import ROOT, playbook
 
-from ascend_grpo.deps import stack_files as stacks
+from ascend_grpo.deps import stack_files
 
 STACKS_DIR = os.path.join(ROOT, "files", "stacks")
 ROLES_DIR = os.path.join(ROOT, "roles")
@@ -27,18 +27,18 @@ def load(name):
 
 
 def test_every_shipped_stack_is_complete_and_names_shipped_profiles():
-    assert stacks.known(STACKS_DIR) == ["cpu-sim", "vllm0.13.0", "vllm0.9.1"]
-    for name in stacks.known(STACKS_DIR):
-        data = stacks.validate(load(name), name)
-        assert stacks.missing_profiles(data, ROLES_DIR) == [], name
+    assert stack_files.known(STACKS_DIR) == ["cpu-sim", "vllm0.13.0", "vllm0.9.1"]
+    for name in stack_files.known(STACKS_DIR):
+        data = stack_files.validate(load(name), name)
+        assert stack_files.missing_profiles(data, ROLES_DIR) == [], name
 
 
 def test_the_stacks_are_what_each_place_chose_before():
     # the roles' former defaults
-    assert {k: load("vllm0.13.0")[k] for k in stacks.STAGES} == {
+    assert {k: load("vllm0.13.0")[k] for k in stack_files.STAGES} == {
         "deps": "vllm0.13.0", "patch": ["vllm0.13.0"], "train": ["npu-single"], "eval": "opencompass-npu"}
     # the simulated host's former four settings
-    assert {k: load("cpu-sim")[k] for k in stacks.STAGES} == {
+    assert {k: load("cpu-sim")[k] for k in stack_files.STAGES} == {
         "deps": "vllm0.13.0-cpu", "patch": ["vllm0.13.0", "cpu-overlay"], "train": ["npu-single", "cpu-overlay"],
         "eval": "opencompass-cpu"}
     overlay = os.path.join(ROOT, "inventories", "sim", "group_vars", "all", "10-sim-overlay.yml")
@@ -49,21 +49,23 @@ def test_the_stacks_are_what_each_place_chose_before():
 
 
 def test_bad_stacks_are_refused_naming_the_setting(tmp_path):
-    with pytest.raises(stacks.StackError, match=r"grpo_stack: no stack vllm0\.12 .*use one of cpu-sim, vllm0\.13\.0, "
-                                                r"vllm0\.9\.1, or the path of a stack file of your own"):
-        stacks.locate("vllm0.12", STACKS_DIR)
-    with pytest.raises(stacks.StackError, match=r"grpo_stack must name a stack"):
-        stacks.locate("", STACKS_DIR)
-    with pytest.raises(stacks.StackError, match=r"grpo_stack mine: missing train, eval"):
-        stacks.validate({"deps": "vllm0.13.0", "patch": ["vllm0.13.0"]}, "mine")
-    with pytest.raises(stacks.StackError, match=r"unknown key\(s\) evaluation"):
-        stacks.validate(dict(load("vllm0.13.0"), evaluation="x"), "mine")
-    with pytest.raises(stacks.StackError, match=r"grpo_stack mine: patch must be a non-empty list of profile names"):
-        stacks.validate(dict(load("vllm0.13.0"), patch="vllm0.13.0"), "mine")
+    with pytest.raises(stack_files.StackError,
+                       match=r"grpo_stack: no stack vllm0\.12 .*use one of cpu-sim, vllm0\.13\.0, "
+                             r"vllm0\.9\.1, or the path of a stack file of your own"):
+        stack_files.locate("vllm0.12", STACKS_DIR)
+    with pytest.raises(stack_files.StackError, match=r"grpo_stack must name a stack"):
+        stack_files.locate("", STACKS_DIR)
+    with pytest.raises(stack_files.StackError, match=r"grpo_stack mine: missing train, eval"):
+        stack_files.validate({"deps": "vllm0.13.0", "patch": ["vllm0.13.0"]}, "mine")
+    with pytest.raises(stack_files.StackError, match=r"unknown key\(s\) evaluation"):
+        stack_files.validate(dict(load("vllm0.13.0"), evaluation="x"), "mine")
+    with pytest.raises(stack_files.StackError,
+                       match=r"grpo_stack mine: patch must be a non-empty list of profile names"):
+        stack_files.validate(dict(load("vllm0.13.0"), patch="vllm0.13.0"), "mine")
     own = tmp_path / "mine.yml"
     own.write_text(yaml.safe_dump(dict(load("vllm0.13.0"), deps="vllm0.9.1")))
-    assert stacks.locate(str(own), STACKS_DIR) == str(own)
-    assert stacks.missing_profiles(dict(load("vllm0.13.0"), train=["npu-single", "npu-8"]), ROLES_DIR) == [
+    assert stack_files.locate(str(own), STACKS_DIR) == str(own)
+    assert stack_files.missing_profiles(dict(load("vllm0.13.0"), train=["npu-single", "npu-8"]), ROLES_DIR) == [
         ("train", "npu-8")]
 
 

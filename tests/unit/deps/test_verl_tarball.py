@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from ascend_grpo.deps import tarball_proof as source
+from ascend_grpo.deps import tarball_proof
 import grpo_testkit
 
 
@@ -69,7 +69,7 @@ def plain_tarball(path):
 
 def test_upstream_tarball_is_the_guides_commit():
     grpo_testkit.need_verl_tarball()
-    found = source.prove_tarball(UPSTREAM, UPSTREAM_COMMIT)
+    found = tarball_proof.prove_tarball(UPSTREAM, UPSTREAM_COMMIT)
     assert found["commit"] == UPSTREAM_COMMIT and found["proof"] == "commit"
     assert found["strip_components"] == 1 and found["entries"] > 1000
     assert found["sha256"] == sha256_of(UPSTREAM)
@@ -87,8 +87,8 @@ def test_upstream_tarball_is_the_guides_commit():
 def test_upstream_tarball_against_another_commit_is_refused():
     grpo_testkit.need_verl_tarball()
     other = "0123456789abcdef0123456789abcdef01234567"
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(UPSTREAM, other)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(UPSTREAM, other)
     msg = str(err.value)
     assert "deps_pinning_verl_tarball: " + UPSTREAM in msg and UPSTREAM_COMMIT in msg and other in msg
     assert NOTHING_DONE in msg
@@ -98,17 +98,17 @@ def test_upstream_tarball_against_another_commit_is_refused():
 
 def test_git_archive_of_the_commit_is_proven(repo):
     path = repo["archive"](repo["first"], "first.tar.gz")
-    found = source.prove_tarball(path, repo["first"])
+    found = tarball_proof.prove_tarball(path, repo["first"])
     assert found["commit"] == repo["first"] and found["proof"] == "commit" and found["strip_components"] == 1
     assert found["sha256"] == sha256_of(path)
-    both = source.prove_tarball(path, repo["first"].upper(), sha256="sha256:" + sha256_of(path).upper())
+    both = tarball_proof.prove_tarball(path, repo["first"].upper(), sha256="sha256:" + sha256_of(path).upper())
     assert both["proof"] == "commit and sha256"
 
 
 def test_another_commit_is_refused_naming_both(repo):
     path = repo["archive"](repo["first"], "first.tar.gz")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, repo["second"])
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, repo["second"])
     msg = str(err.value)
     assert msg.startswith("deps_pinning_verl_tarball: " + path + " is verl commit " + repo["first"])
     assert "not commit %s that deps_pinning_verl_version asks for" % repo["second"] in msg
@@ -117,21 +117,21 @@ def test_another_commit_is_refused_naming_both(repo):
 
 def test_a_matching_sha256_does_not_excuse_another_commit(repo):
     path = repo["archive"](repo["first"], "first.tar.gz")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, repo["second"], sha256=sha256_of(path))
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, repo["second"], sha256=sha256_of(path))
     assert repo["first"] in str(err.value) and repo["second"] in str(err.value)
 
 
 def test_right_commit_with_a_wrong_sha256_is_refused(repo):
     path = repo["archive"](repo["first"], "first.tar.gz")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, repo["first"], sha256="0" * 64)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, repo["first"], sha256="0" * 64)
     assert "deps_pinning_verl_tarball_sha256" in str(err.value) and sha256_of(path) in str(err.value)
 
 
 def test_an_archive_without_a_top_folder_is_unpacked_without_stripping(repo):
     path = repo["archive"](repo["first"], "flat.tar.gz", prefix="")
-    assert source.prove_tarball(path, repo["first"])["strip_components"] == 0
+    assert tarball_proof.prove_tarball(path, repo["first"])["strip_components"] == 0
 
 
 def test_a_tarball_that_is_not_verl_is_refused(repo):
@@ -143,8 +143,8 @@ def test_a_tarball_that_is_not_verl_is_refused(repo):
     commit = git("rev-parse", "HEAD", cwd=repo["tmp"] / "other").decode().strip()
     path = str(repo["tmp"] / "other.tar.gz")
     git("archive", "--format=tar.gz", "--prefix=other/", "-o", path, "HEAD", cwd=repo["tmp"] / "other")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, commit)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, commit)
     assert "holds no verl/__init__.py" in str(err.value) and NOTHING_DONE in str(err.value)
 
 
@@ -156,18 +156,18 @@ def test_no_commit_id_needs_the_sha256_setting(repo, made_by):
         path = plain_tarball(repo["tmp"] / "plain.tar.gz")
     else:  # git stores no commit id when it archives a tree rather than a commit
         path = repo["archive"](repo["first"] + "^{tree}", "tree.tar.gz")
-    assert source.read_tarball(path)["commit"] is None
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, repo["first"])
+    assert tarball_proof.read_tarball(path)["commit"] is None
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, repo["first"])
     msg = str(err.value)
     assert "deps_pinning_verl_tarball: " + path + " carries no commit id" in msg
     assert "set deps_pinning_verl_tarball_sha256" in msg and repo["first"] in msg and msg.endswith(NOTHING_DONE)
 
-    found = source.prove_tarball(path, repo["first"], sha256=sha256_of(path))
+    found = tarball_proof.prove_tarball(path, repo["first"], sha256=sha256_of(path))
     assert found["proof"] == "sha256" and found["commit"] is None and found["strip_components"] == 1
 
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, repo["first"], sha256="f" * 64)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, repo["first"], sha256="f" * 64)
     msg = str(err.value)
     assert "has sha256 %s, not %s that deps_pinning_verl_tarball_sha256 gives" % (sha256_of(path), "f" * 64) in msg
     assert msg.endswith(NOTHING_DONE)
@@ -177,8 +177,8 @@ def test_no_commit_id_needs_the_sha256_setting(repo, made_by):
 
 def test_a_missing_file_is_refused(tmp_path):
     path = str(tmp_path / "nowhere.tar.gz")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(path, UPSTREAM_COMMIT)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(path, UPSTREAM_COMMIT)
     assert str(err.value).startswith("deps_pinning_verl_tarball: %s does not exist" % path)
     assert NOTHING_DONE in str(err.value)
 
@@ -186,15 +186,15 @@ def test_a_missing_file_is_refused(tmp_path):
 def test_a_file_that_is_not_gzip_is_refused(tmp_path):
     path = tmp_path / "verl.tar.gz"
     path.write_text("<html>404 Not Found</html>\n")
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(str(path), UPSTREAM_COMMIT)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(str(path), UPSTREAM_COMMIT)
     assert str(err.value).startswith("deps_pinning_verl_tarball: %s is not a gzip file" % path)
     assert NOTHING_DONE in str(err.value)
 
 
 def test_a_folder_is_refused(tmp_path):
-    with pytest.raises(source.TarballError) as err:
-        source.prove_tarball(str(tmp_path), UPSTREAM_COMMIT)
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.prove_tarball(str(tmp_path), UPSTREAM_COMMIT)
     assert "deps_pinning_verl_tarball: %s cannot be read" % tmp_path in str(err.value)
 
 
@@ -207,16 +207,16 @@ def test_a_truncated_or_non_tar_gzip_is_refused(repo):
     notar = repo["tmp"] / "notar.tar.gz"
     notar.write_bytes(gzip.compress(b"just text, not a tar\n" * 10))
     for bad in (cut, notar):
-        with pytest.raises(source.TarballError) as err:
-            source.prove_tarball(str(bad), repo["first"])
+        with pytest.raises(tarball_proof.TarballError) as err:
+            tarball_proof.prove_tarball(str(bad), repo["first"])
         assert "deps_pinning_verl_tarball: %s is not a complete .tar.gz" % bad in str(err.value)
 
 
 def test_bad_settings_are_named():
-    with pytest.raises(source.TarballError, match="deps_pinning_verl_version must be a full commit"):
-        source.prove_tarball(UPSTREAM, "634bd935")
-    with pytest.raises(source.TarballError, match="deps_pinning_verl_tarball_sha256 must be a sha256"):
-        source.prove_tarball(UPSTREAM, UPSTREAM_COMMIT, sha256="abc")
+    with pytest.raises(tarball_proof.TarballError, match="deps_pinning_verl_version must be a full commit"):
+        tarball_proof.prove_tarball(UPSTREAM, "634bd935")
+    with pytest.raises(tarball_proof.TarballError, match="deps_pinning_verl_tarball_sha256 must be a sha256"):
+        tarball_proof.prove_tarball(UPSTREAM, UPSTREAM_COMMIT, sha256="abc")
 
 
 # --- the module, through Ansible ---------------------------------------------------------------------------------
@@ -269,8 +269,8 @@ def _member(name, kind=tarfile.REGTYPE, link=""):
 ])
 def test_a_member_that_would_land_outside_or_is_a_device_is_refused(tmp_path, name, kind, link, why):
     path = _tarball_with(tmp_path, _member(name, kind, link))
-    with pytest.raises(source.TarballError) as err:
-        source.read_tarball(str(path))
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.read_tarball(str(path))
     assert "%s (%s)" % (name, why) in str(err.value) and NOTHING_DONE in str(err.value)
     assert "deps_pinning_verl_tarball" in str(err.value)
 
@@ -278,7 +278,7 @@ def test_a_member_that_would_land_outside_or_is_a_device_is_refused(tmp_path, na
 def test_links_inside_the_tree_pass(tmp_path):
     path = _tarball_with(tmp_path, _member("verl/docs/README", tarfile.SYMTYPE, "../README.md"),
                          _member("verl/verl/same", tarfile.LNKTYPE, "verl/verl/__init__.py"))
-    assert source.read_tarball(str(path))["entries"] == 3
+    assert tarball_proof.read_tarball(str(path))["entries"] == 3
 
 
 # tar unpacks with --strip-components, so a link is judged where it lands: after the strip. These climb out only
@@ -289,8 +289,8 @@ def test_links_inside_the_tree_pass(tmp_path):
 ])
 def test_a_link_that_leaves_the_folder_only_after_the_strip_is_refused(tmp_path, name, kind, link):
     path = _tarball_with(tmp_path, _member(name, kind, link))
-    with pytest.raises(source.TarballError) as err:
-        source.read_tarball(str(path))
+    with pytest.raises(tarball_proof.TarballError) as err:
+        tarball_proof.read_tarball(str(path))
     assert "%s (a link that leads out of the folder)" % name in str(err.value), str(err.value)
     assert NOTHING_DONE in str(err.value)
 
@@ -302,5 +302,5 @@ def test_a_flat_archive_is_judged_without_a_strip(tmp_path):
         tar.addfile(tarfile.TarInfo("verl/__init__.py"), io.BytesIO(b""))
         info, _ = _member("docs/up", tarfile.SYMTYPE, "../verl/__init__.py")
         tar.addfile(info)
-    found = source.read_tarball(str(path))
+    found = tarball_proof.read_tarball(str(path))
     assert found["strip_components"] == 0 and found["entries"] == 2

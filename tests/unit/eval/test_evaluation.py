@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ascend_grpo.eval import evaluation
+from ascend_grpo.eval import checkpoint_pick
 
 
 def _write(path, text="x"):
@@ -25,7 +25,7 @@ def _checkpoints(root, steps, latest=None, hf=True):
             _write(os.path.join(actor, "huggingface", "config.json"), "{}")
             _write(os.path.join(actor, "huggingface", "chat_template.jinja"), "{{ messages }}")
     if latest is not None:
-        _write(os.path.join(root, evaluation.LATEST), "%d\n" % latest)
+        _write(os.path.join(root, checkpoint_pick.LATEST), "%d\n" % latest)
     return root
 
 
@@ -33,7 +33,7 @@ def _checkpoints(root, steps, latest=None, hf=True):
 
 def test_pick_takes_the_step_verl_recorded(tmp_path):
     ck = _checkpoints(str(tmp_path), [1, 2], latest=2)
-    picked = evaluation.pick(ck)
+    picked = checkpoint_pick.pick(ck)
     assert picked["step"] == 2 and picked["saved"] == [1, 2] and picked["latest"] == 2
     assert picked["actor_dir"] == os.path.join(ck, "global_step_2", "actor")
 
@@ -54,11 +54,11 @@ def test_a_step_cut_during_its_save_is_neither_picked_nor_merged(tmp_path, cut):
             os.unlink(os.path.join(step3, "actor", "model_world_size_2_rank_1.pt"))
         elif cut == "no data.pt":
             os.unlink(os.path.join(step3, "data.pt"))
-    steps = evaluation.checkpoint_steps(ck)
+    steps = checkpoint_pick.checkpoint_steps(ck)
     assert steps == {"saved": [1, 2], "incomplete": [3], "latest": 2}
-    assert evaluation.pick(ck)["step"] == 2
-    with pytest.raises(evaluation.EvalError) as err:
-        evaluation.pick(ck, 3)
+    assert checkpoint_pick.pick(ck)["step"] == 2
+    with pytest.raises(checkpoint_pick.EvalError) as err:
+        checkpoint_pick.pick(ck, 3)
     assert "grpo_eval_step: step 3 in %s was cut during its save" % ck in str(err.value)
     assert "saved steps: 1, 2" in str(err.value)
 
@@ -68,18 +68,18 @@ def test_a_step_saved_whole_by_two_ranks_counts(tmp_path):
     for rank in (0, 1):
         _write(os.path.join(ck, "global_step_2", "actor", "model_world_size_2_rank_%d.pt" % rank), "model 2")
     _write(os.path.join(ck, "global_step_2", "data.pt"), "dataloader 2")
-    assert evaluation.checkpoint_steps(ck) == {"saved": [1, 2], "incomplete": [], "latest": 2}
+    assert checkpoint_pick.checkpoint_steps(ck) == {"saved": [1, 2], "incomplete": [], "latest": 2}
 
 
 def test_pick_takes_a_given_step(tmp_path):
     ck = _checkpoints(str(tmp_path), [70, 140, 145], latest=145)
-    assert evaluation.pick(ck, 140)["step"] == 140
+    assert checkpoint_pick.pick(ck, 140)["step"] == 140
 
 
 def test_pick_refuses_a_step_that_was_not_saved_naming_the_saved_ones(tmp_path):
     ck = _checkpoints(str(tmp_path), [70, 140, 145], latest=145)
-    with pytest.raises(evaluation.EvalError) as err:
-        evaluation.pick(ck, 100)
+    with pytest.raises(checkpoint_pick.EvalError) as err:
+        checkpoint_pick.pick(ck, 100)
     assert "grpo_eval_step: step 100 was not saved" in str(err.value)
     assert "saved steps: 70, 140, 145" in str(err.value)
 
@@ -87,36 +87,36 @@ def test_pick_refuses_a_step_that_was_not_saved_naming_the_saved_ones(tmp_path):
 def test_pick_ignores_a_step_folder_without_model_shards(tmp_path):
     ck = _checkpoints(str(tmp_path), [1, 2], latest=2)
     os.unlink(os.path.join(ck, "global_step_2", "actor", "model_world_size_1_rank_0.pt"))
-    assert evaluation.saved_steps(ck) == [1]
+    assert checkpoint_pick.saved_steps(ck) == [1]
     # the record names a step whose save was cut (as after someone deleted its shards): the newest whole one
-    assert evaluation.pick(ck)["step"] == 1
-    with pytest.raises(evaluation.EvalError, match="step 2 .* was cut during its save.*saved steps: 1"):
-        evaluation.pick(ck, 2)
+    assert checkpoint_pick.pick(ck)["step"] == 1
+    with pytest.raises(checkpoint_pick.EvalError, match="step 2 .* was cut during its save.*saved steps: 1"):
+        checkpoint_pick.pick(ck, 2)
 
 
 def test_pick_without_record_takes_the_newest_saved(tmp_path):
     ck = _checkpoints(str(tmp_path), [3, 12, 7])
-    assert evaluation.pick(ck)["step"] == 12
+    assert checkpoint_pick.pick(ck)["step"] == 12
 
 
 def test_pick_refuses_a_missing_folder_and_an_empty_one(tmp_path):
-    with pytest.raises(evaluation.EvalError, match="grpo_eval_checkpoint_dir: .* does not exist. Train first"):
-        evaluation.pick(str(tmp_path / "none"))
+    with pytest.raises(checkpoint_pick.EvalError, match="grpo_eval_checkpoint_dir: .* does not exist. Train first"):
+        checkpoint_pick.pick(str(tmp_path / "none"))
     os.makedirs(tmp_path / "empty" / "global_step_1")
-    with pytest.raises(evaluation.EvalError, match="holds no saved step"):
-        evaluation.pick(str(tmp_path / "empty"))
+    with pytest.raises(checkpoint_pick.EvalError, match="holds no saved step"):
+        checkpoint_pick.pick(str(tmp_path / "empty"))
 
 
 # --- whether the merge is current --------------------------------------------------------------------------------
 
 def _merge(actor, target, step):
     """What the module does after verl's merger: files in place, then the record."""
-    plan = evaluation.merge_plan(actor, target, step)
+    plan = checkpoint_pick.merge_plan(actor, target, step)
     os.makedirs(target, exist_ok=True)
     _write(os.path.join(target, "model.safetensors"), "weights of %d" % step)
     _write(os.path.join(target, "config.json"), "{}")
-    record = evaluation.merge_record(target, step, actor, plan["source_fingerprint"], "now")
-    _write(os.path.join(target, evaluation.MERGE_MANIFEST), json.dumps(record))
+    record = checkpoint_pick.merge_record(target, step, actor, plan["source_fingerprint"], "now")
+    _write(os.path.join(target, checkpoint_pick.MERGE_MANIFEST), json.dumps(record))
     return plan
 
 
@@ -126,7 +126,7 @@ def test_merge_plan_first_merge_then_current(tmp_path):
     target = str(tmp_path / "merged" / "global_step_2")
     plan = _merge(actor, target, 2)
     assert plan["action"] == "merge" and not plan["backup"] and plan["reason"] == "no merged folder yet"
-    again = evaluation.merge_plan(actor, target, 2)
+    again = checkpoint_pick.merge_plan(actor, target, 2)
     assert again["action"] == "none" and again["reason"] == "it matches step 2's checkpoint"
 
 
@@ -138,7 +138,7 @@ def test_merge_plan_notices_a_rewritten_checkpoint(tmp_path):
     shard = os.path.join(actor, "model_world_size_1_rank_0.pt")
     stat = os.stat(shard)
     os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    plan = evaluation.merge_plan(actor, target, 2)
+    plan = checkpoint_pick.merge_plan(actor, target, 2)
     assert plan["action"] == "merge" and plan["backup"]
     assert "another checkpoint" in plan["reason"] or "written since" in plan["reason"]
 
@@ -149,7 +149,7 @@ def test_merge_plan_ignores_the_optimizer_state(tmp_path):
     target = str(tmp_path / "merged" / "global_step_2")
     _merge(actor, target, 2)
     _write(os.path.join(actor, "optim_world_size_1_rank_0.pt"), "another optimizer state")
-    assert evaluation.merge_plan(actor, target, 2)["action"] == "none"
+    assert checkpoint_pick.merge_plan(actor, target, 2)["action"] == "none"
 
 
 def test_merge_plan_keeps_an_edited_merged_folder_aside(tmp_path):
@@ -158,7 +158,7 @@ def test_merge_plan_keeps_an_edited_merged_folder_aside(tmp_path):
     target = str(tmp_path / "merged" / "global_step_2")
     _merge(actor, target, 2)
     _write(os.path.join(target, "config.json"), '{"edited": true}')
-    plan = evaluation.merge_plan(actor, target, 2)
+    plan = checkpoint_pick.merge_plan(actor, target, 2)
     assert plan["action"] == "merge" and plan["backup"] and "changed since the merge" in plan["reason"]
 
 
@@ -167,10 +167,10 @@ def test_merge_plan_keeps_a_foreign_folder_aside(tmp_path):
     actor = os.path.join(ck, "global_step_2", "actor")
     target = str(tmp_path / "merged" / "global_step_2")
     _write(os.path.join(target, "notes.txt"), "mine")
-    plan = evaluation.merge_plan(actor, target, 2)
+    plan = checkpoint_pick.merge_plan(actor, target, 2)
     assert plan["action"] == "merge" and plan["backup"] and "no merge record" in plan["reason"]
     os.unlink(os.path.join(target, "notes.txt"))
-    plan = evaluation.merge_plan(actor, target, 2)
+    plan = checkpoint_pick.merge_plan(actor, target, 2)
     assert plan["action"] == "merge" and not plan["backup"]  # an empty folder is nobody's work
 
 
@@ -178,19 +178,19 @@ def test_merge_plan_notices_a_merge_of_another_step(tmp_path):
     ck = _checkpoints(str(tmp_path / "ck"), [1, 2], latest=2)
     target = str(tmp_path / "merged" / "global_step_2")
     _merge(os.path.join(ck, "global_step_1", "actor"), target, 1)
-    plan = evaluation.merge_plan(os.path.join(ck, "global_step_2", "actor"), target, 2)
+    plan = checkpoint_pick.merge_plan(os.path.join(ck, "global_step_2", "actor"), target, 2)
     assert plan["action"] == "merge" and plan["backup"] and "step 1" in plan["reason"]
 
 
 def test_writable_problem(tmp_path, monkeypatch):
-    assert evaluation.writable_problem(str(tmp_path / "a" / "b" / "global_step_2")) is None
+    assert checkpoint_pick.writable_problem(str(tmp_path / "a" / "b" / "global_step_2")) is None
     assert not (tmp_path / "a").exists()  # the probe leaves nothing behind
     _write(str(tmp_path / "file"))
-    assert "is not a folder" in evaluation.writable_problem(str(tmp_path / "file" / "global_step_2"))
+    assert "is not a folder" in checkpoint_pick.writable_problem(str(tmp_path / "file" / "global_step_2"))
 
     def read_only(*args, **kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(evaluation.tempfile, "mkstemp", read_only)
-    problem = evaluation.writable_problem(str(tmp_path / "x" / "global_step_2"))
+    monkeypatch.setattr(checkpoint_pick.tempfile, "mkstemp", read_only)
+    problem = checkpoint_pick.writable_problem(str(tmp_path / "x" / "global_step_2"))
     assert problem == "%s cannot be written (Read-only file system)" % tmp_path

@@ -17,7 +17,7 @@ from grpo_testkit import ROOT, SAMPLE_COMMIT, need_sample_tarball
 from ascend_grpo.assets import math_data
 from ascend_grpo.common import settings
 from ascend_grpo.deps import pins
-from ascend_grpo.eval import evaluation
+from ascend_grpo.eval import result_report
 
 import eval_filters  # noqa: E402
 
@@ -108,8 +108,8 @@ def test_report_with_the_sample_figures_beside_ours():
 def test_the_default_single_card_run_says_how_it_differs_from_the_samples():
     """One card, 5 epochs of 29 steps: it ends near step 145, so the sample's step 280 is out of its reach; the
     base figure stands, the trained one has no counterpart, and the report says why beside them."""
-    report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
-                                     _meta(step=145, overrides=SINGLE_OVERRIDES))
+    report = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                        _meta(step=145, overrides=SINGLE_OVERRIDES))
     ref = report["reference"]
     assert ref["base"] == SAMPLE_BASE and ref["trained"] is None
     assert ref["note"] == "the sample reports step 280, not step 145"
@@ -117,7 +117,7 @@ def test_the_default_single_card_run_says_how_it_differs_from_the_samples():
         "1 card, the sample's run 4", "rollout tensor parallel size 1, the sample's 2",
         "it ends near step 145 (5 epochs of 29 steps, 7500 problems at 256 a batch), so the sample's step 280 is out "
         "of its reach"]
-    text = evaluation.render_markdown(report, brief=True)
+    text = result_report.render_markdown(report, brief=True)
     assert "| base | 44.00 | 2200 / 5000 | 43.48 |" in text
     assert "| trained: step 145 | 50.00 | 2500 / 5000 | - |" in text
     assert "This run differs from the sample's: 1 card, the sample's run 4; " in text
@@ -128,14 +128,14 @@ def test_a_run_with_another_template_or_batch_says_so():
     meta = _meta(template={"source": "file", "sha256": "ab" * 32, "origin": "/ctl/roles/assets/files/x.jinja"},
                  overrides=[o.replace("=256", "=128") for o in SAMPLE_OVERRIDES])
     meta["instruction"] = "Solve it."
-    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    ref = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert ref["trained"] == SAMPLE_TRAINED  # the figures stand; what differs is said beside them
     assert ref["differences"] == [
         "its chat template is not the sample's (file: /ctl/roles/assets/files/x.jinja), so its prompts are not the "
         "sample's", "its prompts end with another instruction ('Solve it.')", "train batch size 128, the sample's 256"]
     # what is not on record is said, never taken as the sample's
     meta = dict(_meta(), chat_template={}, instruction="", training={}, run_spec={})
-    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    ref = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert [d.split(" (")[0].split(",")[0] for d in ref["differences"]] == [
         "its chat template is not on record", "the instruction its prompts end with is not on record",
         "its training configuration is not on record"]
@@ -148,16 +148,16 @@ def test_a_figure_without_a_public_source_is_never_printed():
     made_up["sources"]["no_commit"] = {"repository": "somewhere", "path": "README.md"}
     made_up["figures"].append({"model": "trained", "step": 100, "accuracy": 97.53, "source": "no_commit"})
     for step in (140, 200, 100):
-        report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
-                                         _meta(step=step, reference=made_up))
-        text = evaluation.render_markdown(report)
+        report = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                            _meta(step=step, reference=made_up))
+        text = result_report.render_markdown(report)
         assert report["reference"]["trained"] is None and report["reference"]["trained_steps"] == [SAMPLE_STEP]
         assert not {"99.99", "98.76", "97.53"} & set(text.replace("|", " ").split())
     # a base figure without a source goes too: with nothing sourced left there is no sample column at all
     unsourced = dict(made_up, figures=[dict(f, source=None) for f in made_up["figures"]])
-    report = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
-                                     _meta(reference=unsourced))
-    assert report["reference"] is None and "sample" not in evaluation.render_markdown(report)
+    report = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500),
+                                        _meta(reference=unsourced))
+    assert report["reference"] is None and "sample" not in result_report.render_markdown(report)
 
 
 def test_the_reference_data_is_what_the_samples_readme_and_run_script_say():
@@ -202,9 +202,9 @@ def test_no_figure_without_a_public_source_anywhere_in_the_package():
 
 def test_report_without_the_sample_figures_for_another_model_or_data():
     for meta in (_meta(model="/data/grpo/sources/tiny-qwen2"), _meta(data="/data/grpo/sources/math")):
-        report = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 12.5, 1, 8), meta)
+        report = result_report.build_report(_result("base", 0.0, 0, 8), _result("trained", 12.5, 1, 8), meta)
         assert report["reference"] is None
-        text = evaluation.render_markdown(report)
+        text = result_report.render_markdown(report)
         assert "sample" not in text and "| difference | +12.50 | |" in text
 
 
@@ -213,37 +213,37 @@ def test_report_names_the_folders_evaluated_and_where_the_base_came_from():
     meta = dict(_meta(model="/data/grpo/sources/tiny-qwen2"), base_dir="/data/grpo/models/tiny-qwen2",
                 checkpoint={"step": 2, "dir": "/data/grpo/checkpoints/sim/e",
                             "merged": "/data/grpo/models/merged/sim/e/global_step_2"})
-    report = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)
+    report = result_report.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)
     assert report["base"]["model"] == "/data/grpo/models/tiny-qwen2"
     assert report["base"]["source"] == "/data/grpo/sources/tiny-qwen2"
     assert report["trained"]["model"] == "/data/grpo/models/merged/sim/e/global_step_2"
-    text = evaluation.render_markdown(report)
+    text = result_report.render_markdown(report)
     assert "- base: `/data/grpo/models/tiny-qwen2`, the weights from `/data/grpo/sources/tiny-qwen2`" in text
     assert ("- trained: `/data/grpo/models/merged/sim/e/global_step_2`, step 2 of `/data/grpo/checkpoints/sim/e`"
             in text)
     # a hub model: the folder evaluated, then the id
     hub = dict(_meta(), base_dir="/ws/models/Qwen2.5-1.5B-Instruct")
-    text = evaluation.render_markdown(evaluation.build_report(_result("base", 44.1, 2205),
-                                                              _result("trained", 54.9, 2745), hub))
+    text = result_report.render_markdown(result_report.build_report(_result("base", 44.1, 2205),
+                                                                    _result("trained", 54.9, 2745), hub))
     assert "- base: `/ws/models/Qwen2.5-1.5B-Instruct`, the weights from `Qwen/Qwen2.5-1.5B-Instruct`" in text
 
 
 def test_report_notes_what_the_figures_cannot_say():
     meta = dict(_meta(model="/s/tiny"), settings={"max_out_len": 16}, note="The simulated host's model is random.")
-    notes = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)["notes"]
+    notes = result_report.build_report(_result("base", 0.0, 0, 8), _result("trained", 0.0, 0, 8), meta)["notes"]
     assert notes == ["8 problems: one problem is 12.50 points of accuracy.",
                      "Neither model solved a problem, so the difference says nothing about the training (answers "
                      "are cut at max_out_len = 16 tokens).",
                      "The simulated host's model is random."]
     # one solved: no such warning, and no note the inventory did not give
-    notes = evaluation.build_report(_result("base", 0.0, 0, 8), _result("trained", 12.5, 1, 8), _meta())["notes"]
+    notes = result_report.build_report(_result("base", 0.0, 0, 8), _result("trained", 12.5, 1, 8), _meta())["notes"]
     assert notes == ["8 problems: one problem is 12.50 points of accuracy."]
 
 
 def test_the_console_report_has_the_whole_table_and_the_settings():
-    report = evaluation.build_report(_result("base", 44.1, 2205), _result("trained", 54.9, 2745),
-                                     dict(_meta(), base_dir="/ws/models/q"))
-    brief, whole = evaluation.render_markdown(report, brief=True), evaluation.render_markdown(report)
+    report = result_report.build_report(_result("base", 44.1, 2205), _result("trained", 54.9, 2745),
+                                        dict(_meta(), base_dir="/ws/models/q"))
+    brief, whole = result_report.render_markdown(report, brief=True), result_report.render_markdown(report)
     assert whole.startswith(brief)
     for line in ("| base | 44.10 | 2205 / 5000 | 43.48 |", "| trained: step 280 | 54.90 | 2745 / 5000 | 55.06 |",
                  "| difference | +10.80 | | +11.58 |", "- base: `/ws/models/q`", "- max_out_len: `1024`",
@@ -257,15 +257,15 @@ def test_what_the_run_is_comes_from_its_spec_not_its_launch_strings():
     # ppo_trainer.yaml has it) is what the run is: parsing the launch's strings could only have guessed 1
     meta = dict(_meta(), training={"started_at": "2026-12-01T10:00:00+0000", "overrides": ["trainer.save_freq=20"]},
                 run_spec=_spec(SAMPLE_OVERRIDES, **{"trainer.n_gpus_per_node": 8}))
-    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    ref = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert ref["differences"] == ["8 cards, the sample's run 4"]
     # the workspace's spec of another run (the last one checked) is not this run's
     meta = dict(meta, run_dir="/ws/runs/p/e", run_spec=dict(meta["run_spec"], run_dir="/ws/runs/p/other"))
-    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    ref = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert ref["differences"][0].startswith("its training configuration is not on record")
     # a run launched by an older version has no spec: said, with the command that writes it
     meta = dict(_meta(), run_spec={}, inventory="-i inventories/sim")
-    ref = evaluation.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
+    ref = result_report.build_report(_result("base", 44.0, 2200), _result("trained", 50.0, 2500), meta)["reference"]
     assert ref["differences"] == [
         "its training configuration is not on record, so its cards, batch size and steps cannot be compared with the "
         "sample's (the run's spec is written by the train stage's check: ansible-playbook site.yml -i "
@@ -274,8 +274,8 @@ def test_what_the_run_is_comes_from_its_spec_not_its_launch_strings():
 
 def test_report_says_when_the_training_configuration_is_unknown():
     meta = dict(_meta(), training={})
-    text = evaluation.render_markdown(evaluation.build_report(_result("base", 1.0, 50), _result("trained", 2.0, 100),
-                                                              meta))
+    text = result_report.render_markdown(result_report.build_report(_result("base", 1.0, 50),
+                                                                    _result("trained", 2.0, 100), meta))
     assert "Training configuration: not on record" in text
 
 

@@ -11,7 +11,7 @@ import pytest
 from grpo_testkit import ROOT
 from test_evaluation import _write
 
-from ascend_grpo.eval import evaluation
+from ascend_grpo.eval import checkpoint_pick, result_report
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "opencompass")
 
@@ -27,18 +27,18 @@ def _model(root):
 
 def test_eval_key_changes_with_what_decides_the_figures(tmp_path):
     model = _model(str(tmp_path / "m"))
-    fp = evaluation.model_fingerprint(model)
+    fp = checkpoint_pick.model_fingerprint(model)
     settings = {"max_out_len": 1024, "batch_size": 16, "limit": 0}
-    key = evaluation.eval_key(fp, "d" * 64, settings)
-    assert key == evaluation.eval_key(fp, "d" * 64, dict(reversed(list(settings.items()))))
-    assert key != evaluation.eval_key(fp, "e" * 64, settings)
-    assert key != evaluation.eval_key(fp, "d" * 64, dict(settings, max_out_len=512))
+    key = result_report.eval_key(fp, "d" * 64, settings)
+    assert key == result_report.eval_key(fp, "d" * 64, dict(reversed(list(settings.items()))))
+    assert key != result_report.eval_key(fp, "e" * 64, settings)
+    assert key != result_report.eval_key(fp, "d" * 64, dict(settings, max_out_len=512))
     # our own manifests do not count; a changed template does
     _write(os.path.join(model, ".grpo-weights.json"), '{"other": 1}')
-    _write(os.path.join(model, evaluation.MERGE_MANIFEST), "{}")
-    assert evaluation.model_fingerprint(model) == fp
+    _write(os.path.join(model, checkpoint_pick.MERGE_MANIFEST), "{}")
+    assert checkpoint_pick.model_fingerprint(model) == fp
     _write(os.path.join(model, "chat_template.jinja"), "another template")
-    assert evaluation.model_fingerprint(model) != fp
+    assert checkpoint_pick.model_fingerprint(model) != fp
 
 
 # --- OpenCompass's own result files ------------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_read_result_from_a_real_opencompass_run(tmp_path):
     os.makedirs(run / "summary")
     shutil.copy(os.path.join(FIXTURES, "results_math.json"), run / "results" / "trained" / "math.json")
     shutil.copy(os.path.join(FIXTURES, "summary.csv"), run / "summary" / "summary_20261202_221511.csv")
-    got = evaluation.read_result(str(tmp_path))
+    got = result_report.read_result(str(tmp_path))
     assert (got["accuracy"], got["problems"], got["correct"], got["abbr"]) == (0.0, 8, 0, "trained")
     assert got["summary_accuracy"] == 0.0 and got["run"] == "20261202_221511"
     assert got["predictions_file"] is None
@@ -71,7 +71,7 @@ def test_read_result_from_a_real_opencompass_run(tmp_path):
 
 def test_read_result_counts_the_verdicts(tmp_path):
     _run(str(tmp_path), "20261201_100000", "trained", 37.5, [True, False, True, False, False, True, False, False])
-    got = evaluation.read_result(str(tmp_path))
+    got = result_report.read_result(str(tmp_path))
     assert (got["accuracy"], got["problems"], got["correct"], got["summary_accuracy"]) == (37.5, 8, 3, 37.5)
     assert got["predictions_file"].endswith("predictions/trained/math.json")
 
@@ -79,25 +79,25 @@ def test_read_result_counts_the_verdicts(tmp_path):
 def test_read_result_takes_the_newest_run_only(tmp_path):
     _run(str(tmp_path), "20261201_100000", "base", 50.0, [True, False])
     os.makedirs(tmp_path / "20261202_100000" / "predictions")  # a later run that wrote no result
-    with pytest.raises(evaluation.EvalError, match="wrote no math result"):
-        evaluation.read_result(str(tmp_path))
+    with pytest.raises(checkpoint_pick.EvalError, match="wrote no math result"):
+        result_report.read_result(str(tmp_path))
 
 
 def test_read_result_refuses_a_run_without_accuracy_or_with_two_models(tmp_path):
     run = _run(str(tmp_path / "a"), "20261201_100000", "base", 50.0, [True, False])
     _write(os.path.join(run, "results", "base", "math.json"), json.dumps({"error": "no predictions"}))
-    with pytest.raises(evaluation.EvalError, match="no accuracy .*no predictions"):
-        evaluation.read_result(str(tmp_path / "a"))
+    with pytest.raises(checkpoint_pick.EvalError, match="no accuracy .*no predictions"):
+        result_report.read_result(str(tmp_path / "a"))
     run = _run(str(tmp_path / "b"), "20261201_100000", "base", 50.0, [True, False])
     _write(os.path.join(run, "results", "other", "math.json"), "{}")
-    with pytest.raises(evaluation.EvalError, match="several models"):
-        evaluation.read_result(str(tmp_path / "b"))
+    with pytest.raises(checkpoint_pick.EvalError, match="several models"):
+        result_report.read_result(str(tmp_path / "b"))
 
 
 def test_verdicts_as_bools_or_lists():
-    assert evaluation._is_correct(True) and evaluation._is_correct([True])
-    assert not evaluation._is_correct([True, False]) and not evaluation._is_correct([])
-    assert not evaluation._is_correct(None) and not evaluation._is_correct("true")
+    assert result_report._is_correct(True) and result_report._is_correct([True])
+    assert not result_report._is_correct([True, False]) and not result_report._is_correct([])
+    assert not result_report._is_correct(None) and not result_report._is_correct("true")
 
 
 # --- the configuration behind a checkpoint -----------------------------------------------------------------------
@@ -107,13 +107,13 @@ def test_launch_for_takes_the_last_launch_before_the_save():
                 {"started_at": "2026-12-02T12:00:00+0000", "overrides": ["a=2"]},
                 {"started_at": "garbage"}]
     at = lambda text: calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))  # noqa: E731
-    assert evaluation.launch_for(launches, at("2026-12-02T11:00:00"))["overrides"] == ["a=1"]
-    assert evaluation.launch_for(launches, at("2026-12-02T13:00:00"))["overrides"] == ["a=2"]
-    assert evaluation.launch_for(launches, at("2026-12-02T09:00:00")) is None
+    assert checkpoint_pick.launch_for(launches, at("2026-12-02T11:00:00"))["overrides"] == ["a=1"]
+    assert checkpoint_pick.launch_for(launches, at("2026-12-02T13:00:00"))["overrides"] == ["a=2"]
+    assert checkpoint_pick.launch_for(launches, at("2026-12-02T09:00:00")) is None
 
 
 def test_read_launches_skips_broken_lines(tmp_path):
     path = tmp_path / "launches.jsonl"
     path.write_text('{"started_at": "2026-12-02T10:00:00+0000"}\nnot json\n[1]\n')
-    assert evaluation.read_launches(str(path)) == [{"started_at": "2026-12-02T10:00:00+0000"}]
-    assert evaluation.read_launches(str(tmp_path / "none")) == []
+    assert checkpoint_pick.read_launches(str(path)) == [{"started_at": "2026-12-02T10:00:00+0000"}]
+    assert checkpoint_pick.read_launches(str(tmp_path / "none")) == []

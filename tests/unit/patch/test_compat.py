@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from test_ast_patch import CACHE, FLASH, FLASH_FILES_050, cache_filled_once, flash_ops, verl_tree
 
-from ascend_grpo.patch import ast_patch, import_check as compat
+from ascend_grpo.patch import ast_patch, import_check
 from grpo_testkit import ROOT
 
 
@@ -33,7 +33,7 @@ def transformers_4576():
 
 def test_removed_npu_helpers_are_found_then_fixed(transformers_4576, tmp_path):
     root = verl_tree("0.5.0", tmp_path)
-    problems = [p for p in compat.check(root, [transformers_4576], watched=("transformers",))
+    problems = [p for p in import_check.check(root, [transformers_4576], watched=("transformers",))
                 if p["module"] == FLASH]
     assert sorted((p["file"], p["line"], p["when"], p["default_path"]) for p in problems) == [
         ("verl/trainer/fsdp_sft_trainer.py", 79, "on import", False),
@@ -44,15 +44,15 @@ def test_removed_npu_helpers_are_found_then_fixed(transformers_4576, tmp_path):
     ]
     assert all(p["missing"] == ["index_first_axis", "pad_input", "rearrange", "unpad_input"] for p in problems)
     ast_patch.apply_profile(root, flash_ops(FLASH_FILES_050))
-    after = compat.check(root, [transformers_4576], watched=("transformers",))
+    after = import_check.check(root, [transformers_4576], watched=("transformers",))
     assert [p for p in after if p["module"] == FLASH] == []
 
 
 def test_names_transformers_binds_lazily_resolve(transformers_4576):
-    assert compat.resolve("transformers", ["AutoConfig", "AutoModelForCausalLM", "PreTrainedModel"],
-                          [transformers_4576]) == ([], [])
-    assert compat.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == (["NoSuchThing"], [])
-    assert compat.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == (["*module*"], [])
+    assert import_check.resolve("transformers", ["AutoConfig", "AutoModelForCausalLM", "PreTrainedModel"],
+                                [transformers_4576]) == ([], [])
+    assert import_check.resolve("transformers", ["NoSuchThing"], [transformers_4576]) == (["NoSuchThing"], [])
+    assert import_check.resolve("transformers.no_such_module", ["x"], [transformers_4576]) == (["*module*"], [])
 
 
 def registry_sdist(name, version):
@@ -91,6 +91,6 @@ def test_vllm091_stack_needs_no_patch(upstream_634):
               encoding="utf-8") as handle:
         profile = yaml.safe_load(handle)
     assert profile["operations"] == []
-    found = compat.check(upstream_634, paths, profile["compat"]["entries"], ("vllm", "transformers"),
-                         profile["compat"]["optional"])
-    assert compat.blocking(found) == []
+    found = import_check.check(upstream_634, paths, profile["compat"]["entries"], ("vllm", "transformers"),
+                               profile["compat"]["optional"])
+    assert import_check.blocking(found) == []

@@ -19,7 +19,7 @@ import yaml
 from grpo_testkit import FIXTURES, ROOT, run_module
 from test_compat import registry_sdist, wheel_tree
 
-from ascend_grpo.patch import ast_patch, import_check as compat
+from ascend_grpo.patch import ast_patch, import_check
 
 ROLE_FILES = os.path.join(ROOT, "roles", "verl_compat_patch", "files")
 SPMD = "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py"
@@ -85,8 +85,8 @@ def digest(root):
 
 
 def verdict(root, paths, watched=tuple(COMPAT["watched"]), enable_optional=False):
-    found = compat.check(root, paths, COMPAT["entries"], watched, tuple(COMPAT["optional"]))
-    return found, compat.blocking(found, enable_optional)
+    found = import_check.check(root, paths, COMPAT["entries"], watched, tuple(COMPAT["optional"]))
+    return found, import_check.blocking(found, enable_optional)
 
 
 def keys(found):
@@ -98,16 +98,16 @@ def keys(found):
 def test_relative_imports_resolve_to_the_package_python_uses(upstream_634):
     # verl/utils/vllm/__init__.py: "from .utils import TensorLoRARequest, VLLMHijack, is_version_ge" is
     # verl.utils.vllm.utils (one dot: the package itself), not verl.utils.utils
-    scanned = compat.scan(os.path.join(upstream_634, "verl/utils/vllm/__init__.py"), "verl.utils.vllm", True)
+    scanned = import_check.scan(os.path.join(upstream_634, "verl/utils/vllm/__init__.py"), "verl.utils.vllm", True)
     assert [(i["module"], i["names"]) for i in scanned] == [
         ("verl.utils.vllm.utils", ["TensorLoRARequest", "VLLMHijack", "is_version_ge"])]
     # verl/__init__.py:47 (under is_npu_available): "from .models.transformers import npu_patch as npu_patch"
-    top = compat.scan(os.path.join(upstream_634, "verl/__init__.py"), "verl", True)
+    top = import_check.scan(os.path.join(upstream_634, "verl/__init__.py"), "verl", True)
     assert ("verl.models.transformers", ["npu_patch"]) in [(i["module"], i["names"]) for i in top]
     # two dots from a module of verl.utils.vllm: verl.utils; more dots than packages: an ImportError in Python
-    assert compat._absolute("x", 2, "verl.utils.vllm") == "verl.utils.x"
-    assert compat._absolute(None, 1, "verl.utils") == "verl.utils"
-    assert compat._absolute("x", 2, "verl") is None
+    assert import_check._absolute("x", 2, "verl.utils.vllm") == "verl.utils.x"
+    assert import_check._absolute(None, 1, "verl.utils") == "verl.utils"
+    assert import_check._absolute("x", 2, "verl") is None
 
 
 def test_the_default_path_is_what_python_loads(verl634):
@@ -118,7 +118,7 @@ def test_the_default_path_is_what_python_loads(verl634):
     with open(os.path.join(FIXTURES, "verl_634bd935_loaded_modules.txt"), encoding="utf-8") as handle:
         loaded = {line.strip() for line in handle if line.strip() and not line.startswith("#")}
     assert len(loaded) == 114
-    reached = compat.reachable(compat.module_files(verl634), COMPAT["entries"])
+    reached = import_check.reachable(import_check.module_files(verl634), COMPAT["entries"])
     assert loaded <= reached
     assert reached - loaded == {
         "verl.models.transformers.npu_patch",  # verl/__init__.py:46 `if is_npu_available:`
@@ -133,13 +133,13 @@ def test_unpatched_tree_every_fatal_import_blocks(upstream_634, stack):
     path: the LoRA import (loaded through verl.utils.vllm) and transformer_impl's helper import included."""
     _found, fatal = verdict(upstream_634, stack)
     assert keys(fatal) == {
-        (LORA, 18, "vllm.lora.models", (compat.MODULE_MISSING,), ()),
+        (LORA, 18, "vllm.lora.models", (import_check.MODULE_MISSING,), ()),
         (ACTOR, 44, FLASH, FLASH_NAMES, ()),
         (CRITIC, 40, FLASH, FLASH_NAMES, ()),
         (ENGINE, 74, FLASH, FLASH_NAMES, ()),
         (SPMD, 53, "vllm.config", ("CompilationLevel",), ()),
-        (SPMD, 55, "vllm.model_executor.sampling_metadata", (compat.MODULE_MISSING,), ()),
-        (SPMD, 56, "vllm.worker.worker_base", (compat.MODULE_MISSING,), ()),
+        (SPMD, 55, "vllm.model_executor.sampling_metadata", (import_check.MODULE_MISSING,), ()),
+        (SPMD, 56, "vllm.worker.worker_base", (import_check.MODULE_MISSING,), ()),
     }
 
 
@@ -151,19 +151,19 @@ def test_patched_tree_verdict_against_the_real_stack(verl634, stack):
     assert fatal == []
     by_file = {(u["file"], u["module"]): u for u in found}
     guarded = by_file[(SPMD, "vllm.model_executor.sampling_metadata")]
-    assert (guarded["when"], guarded["missing"]) == ("guarded", [compat.MODULE_MISSING])
+    assert (guarded["when"], guarded["missing"]) == ("guarded", [import_check.MODULE_MISSING])
     # npu_patch.py:21 "from torch_npu import npu_rotary_mul as apply_rotary_emb": torch_npu/__init__.py makes its
     # ops with globals()[name] = getattr(torch.ops.npu, name)
     rotary = by_file[(NPU_PATCH, "torch_npu")]
     assert (rotary["line"], rotary["missing"], rotary["unverifiable"], rotary["default_path"]) == (
         21, [], ["npu_rotary_mul"], True)
-    assert "unverifiable: created at run time: npu_rotary_mul" in compat.describe(rotary)
+    assert "unverifiable: created at run time: npu_rotary_mul" in import_check.describe(rotary)
     # what torch_npu does bind in its text resolves (npu_patch.py:20 "import torch_npu", mstx_profile.py:23)
     assert not [u for u in found if u["file"] == "verl/utils/profiler/mstx_profile.py"]
     # the async server is optional: reported, fatal only when enabled
     server = by_file[(SERVER, "vllm.utils")]
     assert (server["line"], server["missing"], server["optional"]) == (37, ["FlexibleArgumentParser"], True)
-    assert compat.blocking(found, enable_optional=True) == [server]
+    assert import_check.blocking(found, enable_optional=True) == [server]
 
 
 def test_a_broken_import_in_a_module_loaded_at_import_time_blocks(verl634, stack):
@@ -171,7 +171,7 @@ def test_a_broken_import_in_a_module_loaded_at_import_time_blocks(verl634, stack
     drift(verl634, LORA, "from vllm.lora.lora_model import LoRAModel\n",
           "from vllm.lora.lora_model import LoRAModel\nfrom vllm.lora.models import LoRAModelManager\n")
     _found, fatal = verdict(verl634, stack)
-    assert keys(fatal) == {(LORA, 19, "vllm.lora.models", (compat.MODULE_MISSING,), ())}
+    assert keys(fatal) == {(LORA, 19, "vllm.lora.models", (import_check.MODULE_MISSING,), ())}
 
 
 # --- the patch engine: no silent wrong result -----------------------------------------------------------------------
@@ -259,8 +259,8 @@ def test_files_python_cannot_load_are_reported_never_a_crash(verl634, stack, tmp
     assert result["problems"] == problems
     # the check: both files are on the default path and cannot load
     _found, fatal = verdict(verl634, stack)
-    parse = {(u["file"], u["missing"][0]) for u in fatal if u["missing"] == [compat.PARSE]}
-    assert parse == {(ACTOR, compat.PARSE), (CRITIC, compat.PARSE)}
+    parse = {(u["file"], u["missing"][0]) for u in fatal if u["missing"] == [import_check.PARSE]}
+    assert parse == {(ACTOR, import_check.PARSE), (CRITIC, import_check.PARSE)}
 
 
 def test_every_failing_operation_is_reported_at_once(verl634):
@@ -327,9 +327,10 @@ def test_the_fast_paths_never_change_a_verdict(upstream_634, verl634, stack, mon
     if patched:
         ast_patch.apply_profile(root, ops("vllm0.13.0"))
     fast, fast_fatal = verdict(root, stack)
-    for cache in (compat._TEXT_CACHE, compat._SCAN_CACHE, compat._OWN_CACHE, compat._STARS_CACHE):
+    for cache in (import_check._TEXT_CACHE, import_check._SCAN_CACHE, import_check._OWN_CACHE,
+                  import_check._STARS_CACHE):
         cache.clear()  # nothing the fast reading learnt carries over
-    monkeypatch.setattr(compat, "PREFILTER", False)
+    monkeypatch.setattr(import_check, "PREFILTER", False)
     slow, slow_fatal = verdict(root, stack)
     assert slow_fatal == fast_fatal
     assert [u for u in slow if u in fast] == fast

@@ -5,9 +5,9 @@ import time
 
 from grpo_testkit import run_module
 
-from ascend_grpo.train import status_view
+from ascend_grpo.train import run_status
 
-# the module's defaults (its main() is this spec and a call into status_view.watch)
+# the module's defaults (its main() is this spec and a call into run_status.watch)
 PARAMS = {"job": "train", "wait": 0, "plot": None, "triage": [], "records_dir": "", "inventory": "",
           "tensorboard_dir": None, "compare_root": None}
 
@@ -23,7 +23,7 @@ def test_a_half_written_step_is_not_a_saved_step(tmp_path):
     (ckpt / "latest_checkpointed_iteration.txt").write_text("2\n")
     (tmp_path / "run" / "logs").mkdir(parents=True)
     (tmp_path / "state").mkdir()
-    result = status_view.watch(dict(PARAMS, state_dir=str(tmp_path / "state"), run_dir=str(tmp_path / "run"),
+    result = run_status.watch(dict(PARAMS, state_dir=str(tmp_path / "state"), run_dir=str(tmp_path / "run"),
                                     checkpoint_dir=str(ckpt)))  # in-process: the module's engine
     assert result["checkpoints"] == {"dir": str(ckpt), "saved": [1, 2], "incomplete": [3], "latest": 2}
     assert result["state"] == "absent" and os.listdir(tmp_path / "state") == []

@@ -12,7 +12,7 @@ import pprint
 import pytest
 from grpo_testkit import FIXTURES
 
-from ascend_grpo.train import verl_log
+from ascend_grpo.train import run_log, status_view
 
 FAILED_ERROR = "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2"
 
@@ -38,7 +38,7 @@ def steps_of(parsed):
 # --- the real logs ---------------------------------------------------------------------------------------------
 
 def test_two_step_run():
-    parsed = verl_log.parse(real_log("train_2_steps.log"))
+    parsed = run_log.parse(real_log("train_2_steps.log"))
     assert steps_of(parsed) == [1, 2]
     assert parsed["total_steps"] == 2
     assert parsed["resumed_from"] is None
@@ -62,7 +62,7 @@ def test_two_step_run():
     assert first["global_seqlen/min"] == 1278
     assert first["training/rollout_probs_diff_max"] == 3.250932786613703e-05
 
-    assert verl_log.summary(parsed) == {
+    assert status_view.summary(parsed) == {
         "state": "finished", "step": 2, "total_steps": 2, "progress_pct": 100.0, "epoch": 1, "total_epochs": 1,
         "eta_s": 0.0,
         "elapsed_s": None, "resumed_from": None, "last_checkpoint": 2, "error": None,
@@ -89,12 +89,12 @@ def test_two_step_run():
 
 
 def test_resumed_run():
-    parsed = verl_log.parse(real_log("resume_to_3.log"))
+    parsed = run_log.parse(real_log("resume_to_3.log"))
     assert steps_of(parsed) == [3]
     assert parsed["total_steps"] == 3
     # verl logs training/epoch:0 at step 3 (its loop restarts at 0 on a resume); the loader has 6 batches
     assert (parsed["batches_per_epoch"], parsed["total_epochs"]) == (6, 1)
-    assert (verl_log.summary(parsed)["epoch"], verl_log.summary(parsed)["total_epochs"]) == (1, 1)
+    assert (status_view.summary(parsed)["epoch"], status_view.summary(parsed)["total_epochs"]) == (1, 1)
     assert parsed["resumed_from"] == 2
     assert parsed["checkpoints_saved"] == [3]
     assert parsed["finished"] is True and parsed["error"] is None
@@ -102,21 +102,21 @@ def test_resumed_run():
     assert metrics["critic/score/mean"] == 0.0008008333388715982 and metrics["response_length/mean"] == 16.0
     assert metrics["timing_s/step"] == 12.74005721299909
     assert metrics["actor/grad_norm"] == 1.0605045557022095
-    status = verl_log.summary(parsed)
+    status = status_view.summary(parsed)
     assert (status["state"], status["step"], status["total_steps"], status["resumed_from"]) == ("finished", 3, 3, 2)
 
 
 def test_failed_run():
-    parsed = verl_log.parse(real_log("failed_tp.log"))
+    parsed = run_log.parse(real_log("failed_tp.log"))
     assert parsed["steps"] == [] and parsed["total_steps"] == 2 and parsed["finished"] is False
     # The innermost cause, not one of the two ray.exceptions.RayTaskError(AssertionError) wrappers around it.
     assert parsed["error"] == FAILED_ERROR
     assert parsed["first_error"] == FAILED_ERROR  # one failure: where it began is where it ended
     tail = parsed["traceback_tail"]
-    assert len(tail) == verl_log.TAIL_LINES and tail[-1] == FAILED_ERROR
+    assert len(tail) == run_log.TAIL_LINES and tail[-1] == FAILED_ERROR
     assert tail[5].startswith("ray.exceptions.RayTaskError(AssertionError): ray::WorkerDict.actor_rollout_init_model()")
     assert not any("\x1b" in line or "WorkerDict pid=" in line for line in tail)  # no ANSI, no interleaved line
-    status = verl_log.summary(parsed)
+    status = status_view.summary(parsed)
     assert (status["state"], status["step"], status["eta_s"], status["error"]) == ("failed", 0, None, FAILED_ERROR)
 
 
@@ -124,23 +124,23 @@ def test_start_up_only():
     """The failed run's log before it fails: set-up lines and the handled Ray tracebacks, no step."""
     text = real_log("failed_tp.log")
     text = text[:text.index("Error executing job")]
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert parsed == {"steps": [], "validations": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
                       "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "validating": False, "error": None,
                       "traceback_tail": None, "first_error": None}
-    status = verl_log.summary(parsed)
+    status = status_view.summary(parsed)
     assert (status["state"], status["step"], status["progress_pct"], status["eta_s"]) == ("starting", 0, 0.0, None)
 
 
 def test_empty_log():
-    parsed = verl_log.parse("")
+    parsed = run_log.parse("")
     assert parsed == {"steps": [], "validations": [], "total_steps": None, "batches_per_epoch": None,
                       "total_epochs": None,
                       "resumed_from": None, "checkpoints_saved": [],
                       "final_validation": None, "finished": False, "validating": False, "error": None,
                       "traceback_tail": None, "first_error": None}
-    status = verl_log.summary(parsed)
+    status = status_view.summary(parsed)
     assert (status["state"], status["step"], status["total_steps"], status["progress_pct"], status["eta_s"],
             status["score_mean"]) == ("starting", 0, None, None, None, None)
 
@@ -152,10 +152,10 @@ def test_line_cut_mid_way_is_ignored():
     start = text.index("step:2 - ")
     end = text.index("\n", start)
     cut = text[:start + 300]  # in the middle of step 2's metrics
-    assert steps_of(verl_log.parse(cut)) == [1]
-    assert steps_of(verl_log.parse(text[:end])) == [1]  # all of step 2's metrics, but no newline yet
-    assert steps_of(verl_log.parse(text[:end + 1])) == [1, 2]
-    assert verl_log.parse("step:1 - a:1.0\nstep:2 - a:2.0 - b:")["steps"] == [{"step": 1, "metrics": {"a": 1.0}}]
+    assert steps_of(run_log.parse(cut)) == [1]
+    assert steps_of(run_log.parse(text[:end])) == [1]  # all of step 2's metrics, but no newline yet
+    assert steps_of(run_log.parse(text[:end + 1])) == [1, 2]
+    assert run_log.parse("step:1 - a:1.0\nstep:2 - a:2.0 - b:")["steps"] == [{"step": 1, "metrics": {"a": 1.0}}]
 
 
 def test_ansi_carriage_returns_and_garbage():
@@ -174,7 +174,7 @@ def test_ansi_carriage_returns_and_garbage():
         ray("Checkpoint tracker file does not exist"),
         "garbage: Traceback (most recent call last):\n",
     ])
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert steps_of(parsed) == [1, 2, 3]
     assert parsed["steps"][0]["metrics"] == {"critic/score/mean": 0.25, "training/global_step": 1.0}
     assert parsed["steps"][1]["metrics"] == {"critic/score/mean": 0.5, "timing_s/step": 1.5, "actor/pg_loss": -0.125}
@@ -190,18 +190,18 @@ def test_every_prefix_of_a_real_log_parses(name, final_steps):
     text = real_log(name)
     seen = []
     for end in [*range(0, len(text), 1009), len(text)]:
-        steps = steps_of(verl_log.parse(text[:end]))
+        steps = steps_of(run_log.parse(text[:end]))
         assert steps[:len(seen)] == seen
         seen = steps
     assert seen == final_steps
 
 
 def test_odd_final_validation_lines():
-    parsed = verl_log.parse(ray("(" * 300 + "Final validation metrics: x") + ray(step_line(1, {"a": 1.0})))
+    parsed = run_log.parse(ray("(" * 300 + "Final validation metrics: x") + ray(step_line(1, {"a": 1.0})))
     assert parsed["finished"] is True and parsed["final_validation"] == "x"  # never closed: as text
     assert steps_of(parsed) == [1]
-    assert verl_log.parse(ray("(f(1), 'Final validation metrics: {}')"))["final_validation"] == "{}')"
-    assert verl_log.parse(ray("'Final validation metrics: {1: ['"))["final_validation"] == "{1: ["
+    assert run_log.parse(ray("(f(1), 'Final validation metrics: {}')"))["final_validation"] == "{}')"
+    assert run_log.parse(ray("'Final validation metrics: {1: ['"))["final_validation"] == "{1: ["
 
 
 def test_traceback_at_end_of_log_without_ray():
@@ -215,7 +215,7 @@ def test_traceback_at_end_of_log_without_ray():
             "Traceback (most recent call last):\n"
             '  File "main_ppo.py", line 9, in <module>\n'
             "omegaconf.errors.ConfigAttributeError: Missing key train_files\n")
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert parsed["error"] == "omegaconf.errors.ConfigAttributeError: Missing key train_files"
     assert parsed["traceback_tail"][0] == "Traceback (most recent call last):"
     assert len(parsed["traceback_tail"]) == 9
@@ -233,7 +233,7 @@ def test_resume_replaces_repeated_steps():
         ray(step_line(3, {"critic/score/mean": 0.9})),
         ray(step_line(4, {"critic/score/mean": 1.0})),
     ])
-    parsed = verl_log.parse(first_run + resumed)
+    parsed = run_log.parse(first_run + resumed)
     assert [(e["step"], e["metrics"]["critic/score/mean"]) for e in parsed["steps"]] == [
         (1, 0.1), (2, 0.2), (3, 0.9), (4, 1.0)]
     assert parsed["resumed_from"] == 2
@@ -241,7 +241,7 @@ def test_resume_replaces_repeated_steps():
 
     # Resumed from an older checkpoint: the steps after the repeated one belong to the abandoned run.
     older = first_run + ray("Load from checkpoint folder: /ckpt/global_step_1") + ray(step_line(2, {"x": 5.0}))
-    parsed = verl_log.parse(older)
+    parsed = run_log.parse(older)
     assert parsed["steps"] == [{"step": 1, "metrics": {"critic/score/mean": 0.1}}, {"step": 2, "metrics": {"x": 5.0}}]
     assert parsed["resumed_from"] == 1
 
@@ -253,22 +253,22 @@ def test_final_validation_metrics_wrapped_by_pprint():
     lines = pprint.pformat(printed).splitlines()
     assert len(lines) == 3
     text = ray(lines[0]) + ray("interleaved", source="WorkerDict pid=7") + "".join(ray(line) for line in lines[1:])
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert parsed["finished"] is True
     assert parsed["final_validation"] == {"val-core/openai/gsm8k/reward/mean@1": 0.25,
                                           "val-aux/openai/gsm8k/reward/std@1": 0.4330127018922193,
                                           "val-aux/num_turns/min": 2}
     # Cut inside the wrapped line: what was printed so far, as text.
-    partial = verl_log.parse(ray(lines[0]))
+    partial = run_log.parse(ray(lines[0]))
     assert partial["finished"] is True
     assert partial["final_validation"] == "{'val-core/openai/gsm8k/reward/mean@1': \""
-    assert verl_log.parse(ray("Final validation metrics: {'a': 1}"))["final_validation"] == {"a": 1}
+    assert run_log.parse(ray("Final validation metrics: {'a': 1}"))["final_validation"] == {"a": 1}
 
 
 def test_error_ignored_once_finished():
     text = ray("Traceback (most recent call last):", source="WorkerDict pid=7") + ray(
         "ValueError: retried", source="WorkerDict pid=7") + ray("'Final validation metrics: None'")
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert parsed["finished"] is True and parsed["error"] is None
 
 
@@ -285,6 +285,6 @@ def test_a_sample_print_is_never_read_as_verls_own_output():
             "(TaskRunner pid=7) [ground_truth] 4\n"
             "(TaskRunner pid=7) [score] 1.0\n"
             "(TaskRunner pid=7) step:1 - critic/score/mean:0.25\n")
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     assert [s["step"] for s in parsed["steps"]] == [1], parsed["steps"]
     assert parsed["error"] is None and parsed["first_error"] is None, parsed

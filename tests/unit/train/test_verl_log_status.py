@@ -10,7 +10,7 @@ import pytest
 from grpo_testkit import ROOT
 from test_verl_log import FAILED_ERROR, ray, real_log, step_line
 
-from ascend_grpo.train import verl_log
+from ascend_grpo.train import run_log, status_view
 
 
 # --- summary -----------------------------------------------------------------------------------------------------
@@ -35,20 +35,20 @@ def test_epoch_as_verl_walks_them(total_epochs, batches, total_training_steps):
     walked = verl_fit_epochs(total_epochs, batches, total_training_steps)
     sample = sorted(walked)[:50] + sorted(walked)[-50:] + [s for s in walked if s % batches in (0, 1)][:200]
     for step in sample:
-        assert verl_log.epoch_of(step, batches, total_epochs) == walked[step], step
-    assert verl_log.epoch_of(0, batches, total_epochs) is None  # before the first step
+        assert status_view.epoch_of(step, batches, total_epochs) == walked[step], step
+    assert status_view.epoch_of(0, batches, total_epochs) is None  # before the first step
 
 
 def test_epoch_falls_back_on_the_logged_index():
-    assert verl_log.epoch_of(3, None, None, logged=0) == 1
-    assert verl_log.epoch_of(3, None, None) is None
+    assert status_view.epoch_of(3, None, None, logged=0) == 1
+    assert status_view.epoch_of(3, None, None) is None
 
 
 def test_eta_from_the_last_five_step_times():
     text = ray("Total training steps: 10") + "".join(
         ray(step_line(n, {"timing_s/step": t, "training/epoch": 1}))
         for n, t in zip(range(1, 8), (10.0, 10.0, 1.0, 2.0, 3.0, 4.0, 5.0)))
-    status = verl_log.summary(verl_log.parse(text))
+    status = status_view.summary(run_log.parse(text))
     # no loader size in this log: the logged index 1 is the second epoch
     assert (status["state"], status["step"], status["progress_pct"], status["epoch"]) == ("training", 7, 70.0, 2)
     assert status["step_time_s"] == 5.0
@@ -58,30 +58,30 @@ def test_eta_from_the_last_five_step_times():
 def test_eta_from_elapsed_time_without_step_times():
     text = "".join([ray("Total training steps: 10"), ray("Load from checkpoint folder: /c/global_step_2"),
                     ray(step_line(3, {"critic/score/mean": 0.5})), ray(step_line(4, {"critic/score/mean": 0.5}))])
-    parsed = verl_log.parse(text)
+    parsed = run_log.parse(text)
     started = "2026-12-02T19:00:00+0000"  # as jobs.start records it
     now = datetime(2026, 12, 2, 19, 1, 40, tzinfo=timezone.utc)
-    status = verl_log.summary(parsed, now=now, started_at=started)
+    status = status_view.summary(parsed, now=now, started_at=started)
     assert status["elapsed_s"] == 100.0
     assert status["eta_s"] == 300.0  # 100 s for the 2 steps of this run -> 50 s x 6 steps left
-    assert verl_log.summary(parsed, now=1000.0, started_at=900)["eta_s"] == 300.0
-    assert verl_log.summary(parsed)["eta_s"] is None
+    assert status_view.summary(parsed, now=1000.0, started_at=900)["eta_s"] == 300.0
+    assert status_view.summary(parsed)["eta_s"] is None
 
 
 # --- table -------------------------------------------------------------------------------------------------------
 
 def test_render_table():
-    running = verl_log.parse(ray("Total training steps: 300") + ray("local_global_step_folder: /c/global_step_40")
-                             + ray(step_line(42, {"critic/score/mean": 0.61234, "actor/kl_loss": 0.0012345,
-                                                  "response_length/mean": 312.25, "timing_s/step": 48.5,
-                                                  "perf/throughput": 1534.56, "training/epoch": 1})))
+    running = run_log.parse(ray("Total training steps: 300") + ray("local_global_step_folder: /c/global_step_40")
+                            + ray(step_line(42, {"critic/score/mean": 0.61234, "actor/kl_loss": 0.0012345,
+                                                 "response_length/mean": 312.25, "timing_s/step": 48.5,
+                                                 "perf/throughput": 1534.56, "training/epoch": 1})))
     rows = [
-        dict(verl_log.summary(verl_log.parse(real_log("train_2_steps.log"))), host="node-a"),
-        dict(verl_log.summary(running), host="node-b.example.org", npu="8x 910B3 OK, 62% HBM"),
-        dict(verl_log.summary(verl_log.parse(real_log("failed_tp.log"))), host="node-c"),
+        dict(status_view.summary(run_log.parse(real_log("train_2_steps.log"))), host="node-a"),
+        dict(status_view.summary(running), host="node-b.example.org", npu="8x 910B3 OK, 62% HBM"),
+        dict(status_view.summary(run_log.parse(real_log("failed_tp.log"))), host="node-c"),
         {"host": "node-d", "state": "unreachable"},
     ]
-    assert verl_log.render_table(rows) == "\n".join([
+    assert status_view.render_table(rows) == "\n".join([
         "HOST                STATE          STEP  EPOCH      ETA  SCORE  KL_LOSS  RESP_LEN  STEP_S  TOK/S  VAL  CKPT  "
         "NPU",
         "------------------  -----------  ------  -----  -------  -----  -------  --------  ------  -----  ---  ----  "
@@ -97,7 +97,7 @@ def test_render_table():
         "    error: " + FAILED_ERROR,
         "node-d              unreachable       -      -        -      -        -         -       -      -    -     -  -",
     ])
-    assert verl_log.render_table([]) == "\n".join([
+    assert status_view.render_table([]) == "\n".join([
         "HOST  STATE  STEP  EPOCH  ETA  SCORE  KL_LOSS  RESP_LEN  STEP_S  TOK/S  VAL  CKPT",
         "----  -----  ----  -----  ---  -----  -------  --------  ------  -----  ---  ----",
     ])
@@ -109,7 +109,7 @@ def test_render_table():
 def test_plot_writes_a_png(tmp_path, name):
     pytest.importorskip("matplotlib")
     path = str(tmp_path / "progress.png")
-    assert verl_log.plot(verl_log.parse(real_log(name)), path, title="GRPO on node-a") == path
+    assert status_view.plot(run_log.parse(real_log(name)), path, title="GRPO on node-a") == path
     with open(path, "rb") as handle:
         data = handle.read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1024
@@ -117,12 +117,12 @@ def test_plot_writes_a_png(tmp_path, name):
 
 def test_plot_without_steps(tmp_path):
     with pytest.raises(ValueError, match="no training step"):
-        verl_log.plot(verl_log.parse(real_log("failed_tp.log")), str(tmp_path / "none.png"))
+        status_view.plot(run_log.parse(real_log("failed_tp.log")), str(tmp_path / "none.png"))
     assert not (tmp_path / "none.png").exists()
 
 
 def test_import_needs_only_the_standard_library():
-    code = ("import sys; sys.path.insert(0, %r); import ascend_grpo.train.verl_log; "
+    code = ("import sys; sys.path.insert(0, %r); import ascend_grpo.train.run_log, ascend_grpo.train.status_view; "
             "names = {m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names); "
             "print(sorted(names - {'__main__', 'ascend_grpo'}))" % os.path.join(ROOT, "python_plugins", "module_utils"))
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
@@ -133,42 +133,42 @@ def test_import_needs_only_the_standard_library():
 # no exit status; a save on a full disk ends in OSError [Errno 28]) ----------------------------------------------
 
 def test_a_killed_run_names_the_signal_and_the_resume_point():
-    why = verl_log.why_it_ended(137, None, "(TaskRunner pid=88) step:4 - ...", [1, 2, 3, 4])
+    why = run_log.why_it_ended(137, None, "(TaskRunner pid=88) step:4 - ...", [1, 2, 3, 4])
     assert why == ("killed by SIGKILL (exit 137), from outside the run (the kernel's OOM killer, or someone); "
                    "a rerun resumes from step 4, the newest checkpoint whose save finished")
 
 
 def test_a_run_whose_container_went_has_no_exit_status():
-    why = verl_log.why_it_ended(None, None, "step:5", [5])
+    why = run_log.why_it_ended(None, None, "step:5", [5])
     assert why.startswith("it ended without an exit status: its container was removed or restarted")
     assert why.endswith("a rerun resumes from step 5, the newest checkpoint whose save finished")
-    assert verl_log.why_it_ended(None, None, None, []).endswith("a rerun starts from the beginning (no save finished)")
+    assert run_log.why_it_ended(None, None, None, []).endswith("a rerun starts from the beginning (no save finished)")
 
 
 def test_a_full_disk_during_a_save_says_what_to_free():
     error = "OSError: [Errno 28] No space left on device"
-    why = verl_log.why_it_ended(1, error, "x", [2], checkpoint_free_mb=0)
+    why = run_log.why_it_ended(1, error, "x", [2], checkpoint_free_mb=0)
     assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go). Free space")
     assert "trainer.max_actor_ckpt_to_keep" in why and why.endswith("resumes from step 2, the newest checkpoint "
                                                                     "whose save finished")
 
 
 def test_an_exception_is_told_as_it_is():
-    assert verl_log.why_it_ended(1, "AssertionError: x", "y", []) == "AssertionError: x"
-    assert verl_log.why_it_ended(2, None, "last words", []) == "last words"
+    assert run_log.why_it_ended(1, "AssertionError: x", "y", []) == "AssertionError: x"
+    assert run_log.why_it_ended(2, None, "last words", []) == "last words"
 
 
 def test_a_save_that_failed_on_a_nearly_full_disk_is_told_so_whatever_torch_said():
     error = "RuntimeError: [enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0"
-    why = verl_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=0)
+    why = run_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=0)
     assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go)")
     assert why.endswith("a rerun starts from the beginning (no save finished)")
-    assert verl_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=50_000) == error
+    assert run_log.why_it_ended(1, error, "x", [], checkpoint_free_mb=50_000) == error
 
 
 def test_the_validation_before_training_is_a_phase_of_its_own():
     """issue 43: the first step waits behind the validation of MATH's whole test split; the status says so."""
-    from ascend_grpo.train import overrides, verl_log as log
+    from ascend_grpo.train import overrides, run_log as log
 
     started = "(TaskRunner pid=1) Size of train dataloader: 29\n(TaskRunner pid=1) test_gen_batch meta info: {'n': 1}\n"
     assert log.parse(started)["validating"] is True

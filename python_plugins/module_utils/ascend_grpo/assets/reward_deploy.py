@@ -19,10 +19,9 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
-from ..common import workspace
+from ..common import runner, workspace
 from ..train.train_rules import defines
 
 # Equal only symbolically, so math_verify itself must work: a string match cannot pass this.
@@ -94,24 +93,25 @@ def stack_digest(state_dir):
             "python_version": deps.get("python_version")}
 
 
-def score(python, dest, name, timeout=300, shown=None):
+def score(python, dest, name, timeout=300, shown=None, run=runner.run_command):
     """Score a right and a wrong answer with the file ``dest``, as verl's trainer loads it; ``shown`` names it in the
-    problems (a staging copy is named for the file it would become)."""
+    problems (a staging copy is named for the file it would become). ``run``: :func:`runner.run_command` or one of
+    its shape (it takes ``timeout``: a reward file that never returns must not hold the stage)."""
     argv = [python, "-c", SCORE_SCRIPT, dest, name, json.dumps([ANSWER_TEXT, RIGHT, WRONG, TRUTH])]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        returncode, stdout, stderr = run(argv, timeout=timeout)
+    except (OSError, runner.TimeoutExpired) as err:
         raise RewardError("%s: the reward check could not run with %s: %s" % (shown or dest, python, err)) from err
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
+    if returncode != 0:
+        tail = "\n".join(stderr.strip().splitlines()[-12:])
         raise RewardError("%s failed to score an answer with %s (assets_reward_src / assets_reward_name):\n%s"
                           % (shown or dest, python, tail))
     try:
-        scores = json.loads(done.stdout.strip().splitlines()[-1])
+        scores = json.loads(stdout.strip().splitlines()[-1])
         right, wrong = float(scores["right"]), float(scores["wrong"])
     except (ValueError, KeyError, IndexError, TypeError) as err:
         raise RewardError("%s printed no scores (%r): fix the file (assets_reward_src)"
-                          % (shown or dest, done.stdout[-300:])) from err
+                          % (shown or dest, stdout[-300:])) from err
     if not (right > 0.9 and wrong == 0.0):
         raise RewardError("%s scored %.3f for a right and %.3f for a wrong answer (want > 0.9 and 0): fix the file "
                           "(assets_reward_src) or assets_reward_name." % (shown or dest, right, wrong))

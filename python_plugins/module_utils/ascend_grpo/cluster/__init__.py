@@ -1,1 +1,2 @@
-"""The cluster stage: Ray's nodes and the firewall that keeps their ports to the members."""
+"""The cluster stage: Ray's nodes and the firewall that keeps their ports to the members (its table written, then
+loaded through nft)."""

@@ -20,10 +20,9 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import time
 
-from . import secrets, workspace
+from . import runner, secrets, workspace
 
 # The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
 # Then what the command left behind in the job's process group goes with it: a driver killed from outside (the OOM
@@ -193,11 +192,9 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
     with open(log, "ab") as handle:
         handle.write(("=== %s start: %s\n" % (workspace.now_iso(),
                                              " ".join(shlex.quote(a) for a in argv))).encode())
-    proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=child_env, start_new_session=True, close_fds=True)
-    meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": proc.pid,
-            "starttime": _proc_starttime(proc.pid), "pidns": _pid_namespace(), "started": workspace.now_iso()}
+    pid = runner.spawn_detached(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv), child_env)
+    meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": pid,
+            "starttime": _proc_starttime(pid), "pidns": _pid_namespace(), "started": workspace.now_iso()}
     workspace.write_text(os.path.join(job_dir, "job.json"), json.dumps(meta, indent=2), root=job_dir)
     return True, status(state_dir, name)
 

@@ -7,9 +7,8 @@ how to fix it, naming the variable to change, so a user can act on it without re
 import os
 import shutil
 import stat
-import subprocess
 
-from ..common import workspace
+from ..common import runner, workspace
 from . import npu_smi
 
 GIB = 1024 ** 3
@@ -160,24 +159,27 @@ def check_image_room(docker_root, image_gib, workspace, workspace_gib):
                % workspace_gib if shared else "")]
 
 
-def run_npu_smi(command, cards, timeout=60):
-    """Run ``<command> info``, parse it and check the cards. Returns (parsed or None, problems)."""
+def run_npu_smi(command, cards, timeout=60, run=runner.run_command):
+    """Run ``<command> info``, parse it and check the cards. Returns (parsed or None, problems).
+
+    ``run``: :func:`runner.run_command` or one of its shape; it takes ``timeout`` (a hung driver never answers),
+    which ``module.run_command`` does not."""
     try:
-        proc = subprocess.run([command, "info"], capture_output=True, text=True, timeout=timeout, check=False)
+        rc, out, err = run([command, "info"], timeout=timeout)
     except FileNotFoundError:
         return None, ["%s not found: install the Ascend driver's npu-smi or set npu_container_npu_smi to its path "
                       "(usually /usr/local/sbin/npu-smi)" % command]
     except PermissionError:
         return None, ["%s is not executable: chmod +x it or set npu_container_npu_smi" % command]
-    except subprocess.TimeoutExpired:
+    except runner.TimeoutExpired:
         return None, ["'%s info' did not answer in %d s: the driver is hung; check dmesg and reset the card" %
                       (command, timeout)]
-    if proc.returncode != 0:
+    if rc != 0:
         return None, ["'%s info' failed with exit code %d: %s. Check the driver (dmesg, "
                       "/var/log/npu/) and that this user may read the device nodes" %
-                      (command, proc.returncode, (proc.stderr or proc.stdout).strip()[:400])]
+                      (command, rc, (err or out).strip()[:400])]
     try:
-        parsed = npu_smi.parse(proc.stdout)
+        parsed = npu_smi.parse(out)
     except npu_smi.NpuSmiParseError as err:
         return None, ["cannot read the table that '%s info' printed (%s); please report it with the output" %
                       (command, err)]

@@ -1,1 +1,2 @@
-"""The deps stage: the pins, the pip runner of a pinned venv, the stack files, verl's checkout and the tarball proof."""
+"""The deps stage: the pins, the pip runner and the install of a pinned venv, the stack files, verl's checkout and
+the tarball proof."""

@@ -1,7 +1,7 @@
 """Run pip for a profile: read what is installed, plan (dry-run report), install the phases.
 
-Standard library only (it runs in the training environment). ``run`` is injectable for tests; by default it is
-subprocess.run returning (rc, stdout, stderr).
+Standard library only (it runs in the training environment). ``run`` has ``module.run_command``'s shape (argv,
+environ_update) -> (rc, stdout, stderr): a module passes its own; without one, :func:`common.runner.run_command`.
 """
 
 import hashlib
@@ -9,10 +9,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 from . import pins
+from ..common import runner
 from ..common.workspace import LOW_SPACE_MB, backup_path, nearest_existing
 
 PROBE = r"""
@@ -39,13 +39,7 @@ class StackError(RuntimeError):
     """pip could not do what the profile asks; the message says why in a user's terms."""
 
 
-def default_run(argv, env=None):
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          env=dict(os.environ, **(env or {})))
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def probe(python, editable_name, run=default_run):
+def probe(python, editable_name, run=runner.run_command):
     """{"versions": {canonical: version}, "editable_url", "machine", "python"} of ``python``'s environment."""
     rc, out, err = run([python, "-c", PROBE, editable_name])
     if rc != 0:
@@ -78,7 +72,7 @@ MAKING_SUFFIX = ".making"
 OWN_PIP = "import os, sys, pip; sys.exit(0 if os.path.realpath(pip.__file__).startswith(os.path.realpath(sys.prefix)) else 1)"
 
 
-def venv_problem(venv, base_version, site_packages, run=default_run):
+def venv_problem(venv, base_version, site_packages, run=runner.run_command):
     """Why the virtual environment ``venv`` cannot serve as made from a Python ``base_version`` ("3.11") with
     (``site_packages``) or without the base's own packages; None when it can. A venv's ``bin/python`` is a link to
     the Python that made it: a new image whose Python moved or changed version leaves it dangling or wrong."""
@@ -108,7 +102,7 @@ def venv_problem(venv, base_version, site_packages, run=default_run):
     return None
 
 
-def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=default_run):
+def ensure_venv(venv, maker, base_version, site_packages, check_mode=False, run=runner.run_command):
     """Make the virtual environment ``venv`` with the Python ``maker`` (of version ``base_version``) when it is
     missing, or when it cannot serve (:func:`venv_problem`): then the old one is first moved aside, never deleted
     (someone may have installed into it by hand), except one whose making by this function was cut short (its
@@ -263,7 +257,7 @@ def pip_env(profile, env=None):
     return full_env
 
 
-def fill_wheel_cache(request, profile, site, python, state_dir, env, run=default_run):
+def fill_wheel_cache(request, profile, site, python, state_dir, env, run=runner.run_command):
     """Download what the plan resolves (and the no-deps packages, and setuptools and wheel, which building a source
     package needs) into site["wheel_cache"], keeping what is there. True when every download worked.
 
@@ -319,7 +313,7 @@ def _record_cache(marker, report):
 
 
 def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cross=None, env=None,
-         run=default_run, fill_cache=True):
+         run=runner.run_command, fill_cache=True):
     """Resolve the whole profile without installing; returns pins.analyze_plan(...) plus overrides/unplanned.
 
     cross: {"arch", "python_version", "glibc"} resolves for another platform from wheel metadata only.
@@ -395,7 +389,7 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
     return analysis
 
 
-def install(steps, env=None, run=default_run):
+def install(steps, env=None, run=runner.run_command):
     """Run the install steps in order; a failing phase stops with its last lines."""
     for step in steps:
         rc, out, err = run(step["argv"], dict(env or {}, PIP_NO_INPUT="1", **step["env"]))

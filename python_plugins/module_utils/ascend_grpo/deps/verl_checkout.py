@@ -21,7 +21,7 @@ import time
 import zipfile
 
 from ..common import secrets
-from . import pins, pip_runner as stack
+from . import pins, pip_runner
 
 STAMP = "verl-source.json"
 KINDS = ("git", "registry", "tarball", "path")
@@ -294,7 +294,7 @@ class SourceStep(object):
         if rc != 0 or not self._wheels():
             shown = [pins.mask_url(a) for a in pins.index_args({}, None, dict(self.site, **{
                 k: v for k, v in self.urls.items() if v}))]
-            why = stack.explain_pip_error("%s\n%s" % (out or "", err or ""), shown) if rc != 0 else \
+            why = pip_runner.explain_pip_error("%s\n%s" % (out or "", err or ""), shown) if rc != 0 else \
                 "pip left no verl-%s-*.whl in %s" % (release, dl)
             tail = (", and the workspace is exactly as it was (it holds %s): set deps_pinning_verl_source back to "
                     "it, or make the release reachable" % (self.held or {}).get("kind", "another")) \

@@ -9,7 +9,8 @@ Each catalogue entry is one failure users of this stack meet:
   change; ``upstream``: the threads it comes from (URLs);
 - what identifies it, any of: ``signatures`` (regular expressions, one of which a log line matches, searched
   anywhere in the line; never in verl's sample prints, whose text is the data set's: see
-  :func:`verl_log.sample_print_lines`), ``exit_status`` (the job's exit status is one of these), ``low_disk`` (true: where the
+  :func:`run_log.sample_print_lines`), ``exit_status`` (the job's exit status is one of these), ``low_disk``
+  (true: where the
   checkpoints go has less than :data:`LOW_SPACE_MB` free) and ``no_exit_status`` (true: the job's wrapper could
   not record one: the process, its container or the machine went all at once). An entry with several of them needs
   a signature match or the other conditions to hold (``match: any``, the default) or all of them (``match: all``).
@@ -25,7 +26,7 @@ Standard library only.
 import re
 
 from ..common import rerun
-from . import verl_log
+from . import run_log
 
 LOW_SPACE_MB = 512
 REQUIRED = ("id", "cause", "fix", "setting")
@@ -81,18 +82,18 @@ def override_values(words):
 
 def first_error(text):
     """(line number, line) of the log's first error: the exception of the first traceback that was not logged and
-    handled (verl_log.parse: an ERROR record followed by its traceback is noise, e.g. Ray's "Failed to detect NPU
+    handled (run_log.parse: an ERROR record followed by its traceback is noise, e.g. Ray's "Failed to detect NPU
     type" on a host without the NPU's acl module), else the first line that says Error; (None, None) when there is
     none. Lines are counted by "\\n" from 1, as ``sed -n Np`` counts them in the log on disk (read it with
     ``newline=""``: Python's default turns a lone "\\r" into a line of its own)."""
     lines = (text or "").split("\n")
-    samples = verl_log.sample_print_lines(text or "")
-    first = verl_log.parse(text or "").get("first_error")
+    samples = run_log.sample_print_lines(text or "")
+    first = run_log.parse(text or "").get("first_error")
     if first:
         for number, line in enumerate(lines, 1):
             if number - 1 in samples:
                 continue
-            plain = verl_log.strip_ansi(line)
+            plain = run_log.strip_ansi(line)
             if plain.rstrip().endswith(first) or first in plain:
                 return number, first
         return None, first
@@ -129,7 +130,7 @@ def diagnose(text, entries, exit_status=None, free_mb=None, values=None, invento
     lines = (text or "").split("\n")
     number, line = first_error(text)
     values = dict(values or {}, exit_status=exit_status, free_mb=free_mb)
-    samples = verl_log.sample_print_lines(text or "")
+    samples = run_log.sample_print_lines(text or "")
     for entry in entries:
         hit = _hit(entry, lines, exit_status, free_mb, samples)
         if hit is not None:

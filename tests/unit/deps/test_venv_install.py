@@ -1,0 +1,74 @@
+"""The pinned_venv module's engine (ascend_grpo.deps.venv_install), in-process: the module's documented ways out
+(a stack that holds runs no pip; state=verified fails on drift; check mode makes no venv) with a fake
+run_command, no ansible process."""
+import json
+import os
+import sys
+
+import pytest
+
+from ascend_grpo.deps import venv_install
+
+PROFILE = {"name": "t", "pins": {"six": "1.16.0"}, "phases": [{"name": "six", "requirements": ["six==1.16.0"]}]}
+
+
+def _params(tmp_path, **changes):
+    """The module's arguments as AnsibleModule hands them over: every option, at its default unless given."""
+    params = dict(state="present", profile=PROFILE, paths={}, site={}, index_url="", extra_index_urls=[],
+                  python="/fake/python3", accept_drift=[], state_dir=str(tmp_path / "state"), editable_name="verl",
+                  plan_platform={}, download_cache=None, source=None, fail_on_drift=True, venv=None,
+                  venv_python=None, venv_site_packages=False)
+    params.update(changes)
+    return params
+
+
+def _probe_only(installed, calls):
+    """A run_command that answers the engine's probe of the environment (``python -c <probe> verl``) with the
+    ``installed`` versions, records every call and refuses anything else (pip would be a change)."""
+    def run_command(argv, environ_update=None):
+        calls.append(list(argv))
+        if len(argv) == 4 and argv[1] == "-c" and argv[3] == "verl":
+            return 0, json.dumps({"versions": installed, "editable_url": None, "machine": "x86_64",
+                                  "python": "3.11.7"}), ""
+        return 1, "", "not expected in this test: %s" % argv
+    return run_command
+
+
+def test_verified_reports_the_drift_of_the_core_packages_and_runs_no_pip(tmp_path):
+    calls = []
+    result = venv_install.install(_params(tmp_path, state="verified"), False, _probe_only({"six": "1.16.0"}, calls))
+    assert result["report"]["ok"] is True and result["satisfied"] is True
+    assert result["changed"] is False
+    assert [argv[1] for argv in calls] == ["-c"]  # the probe, and nothing else
+    assert os.path.isfile(os.path.join(str(tmp_path / "state"), "deps-drift.json"))
+
+
+def test_verified_fails_on_drift_naming_the_package_and_the_setting(tmp_path):
+    calls = []
+    with pytest.raises(venv_install.VenvError) as err:
+        venv_install.install(_params(tmp_path, state="verified"), False, _probe_only({"six": "1.15.0"}, calls))
+    assert "drift in profile t: six" in err.value.msg and "deps_pinning_accept_drift" in err.value.msg
+    assert err.value.result["report"]["drift"] == ["six"]
+
+
+def test_an_invalid_profile_is_refused_before_anything_runs(tmp_path):
+    calls = []
+    with pytest.raises(venv_install.VenvError, match="profile t is not valid"):
+        venv_install.install(_params(tmp_path, profile={"name": "t"}), False, _probe_only({}, calls))
+    assert calls == []
+
+
+def test_check_mode_says_it_would_make_the_venv_and_makes_nothing(tmp_path):
+    venv = str(tmp_path / "venvs" / "stack")
+    calls = []
+    result = venv_install.install(_params(tmp_path, python=None, venv=venv, venv_python=sys.executable), True,
+                                  _probe_only({}, calls))
+    assert result["changed"] is True and result["venv"]["action"] == "made"
+    assert result["msg"].startswith("would make the virtual environment %s" % venv)
+    assert not os.path.exists(venv) and calls == []
+
+
+def test_the_passwords_in_a_site_or_a_source_are_hidden():
+    secret = "s3cret-pass"
+    params = {"site": {"find_links": ["https://user:%s@mirror.example.org/wheels/" % secret]}, "source": None}
+    assert secret in venv_install.hidden_values(params)
