@@ -136,3 +136,10 @@ sys.exit(1)
 """ % str(log))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     return fake, log
+
+
+def write_file(path, text="x"):
+    """``text`` in the file at ``path``, its folders made first."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
