@@ -33,10 +33,12 @@ def alias_engines():
     import ansible.module_utils
 
     package = importlib.import_module("ascend_grpo")
+    if getattr(ansible.module_utils, "ascend_grpo", None) is package:
+        return  # done by an earlier call
     sys.modules["ansible.module_utils.ascend_grpo"] = package
-    ansible.module_utils.ascend_grpo = package
     for info in pkgutil.walk_packages(package.__path__, "ascend_grpo."):
         sys.modules["ansible.module_utils." + info.name] = importlib.import_module(info.name)
+    ansible.module_utils.ascend_grpo = package
 
 
 class _Result(BaseException):
