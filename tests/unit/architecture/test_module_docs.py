@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import yaml
-from grpo_testkit import ROOT
+from grpo_testkit import ROOT, inprocess
 
 MODULES = sorted(glob.glob(os.path.join(ROOT, "python_plugins", "modules", "*.py")))
 
@@ -60,14 +60,7 @@ def argument_spec(path):
     import ansible.module_utils.basic as basic
 
     # the modules import the engines as ansible.module_utils.ascend_grpo (Ansible ships them so): alias the package
-    package = importlib.import_module("ascend_grpo")
-    sys.modules.setdefault("ansible.module_utils.ascend_grpo", package)
-    setattr(sys.modules["ansible.module_utils"], "ascend_grpo", package)
-    import pkgutil
-
-    for info in pkgutil.walk_packages(package.__path__, "ascend_grpo."):
-        sub = importlib.import_module(info.name)
-        sys.modules.setdefault("ansible.module_utils." + info.name, sub)
+    inprocess.alias_engines()
 
     def capture(argument_spec=None, **options):
         raise _Captured(argument_spec, options)
