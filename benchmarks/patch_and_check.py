@@ -22,7 +22,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "python_plugins", "module_utils")]
 
-from test_compat import registry_sdist, wheel_tree  # noqa: E402
+from grpo_testkit.upstream import registry_sdist, wheel_tree  # noqa: E402
 
 TARBALL = os.environ.get("GRPO_VERL_TARBALL") or os.path.join(
     os.path.dirname(ROOT), "shared", "upstream", "verl-634bd9352bfd21df3abab2dcfb86deb91f04c1ba.tar.gz")

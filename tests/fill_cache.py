@@ -10,10 +10,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "unit", "patch"), HERE]
+sys.path.insert(0, HERE)
 
-from test_ast_patch import verl_tree  # noqa: E402  (the tests' folders first)
-from test_compat import registry_sdist, wheel_tree  # noqa: E402
+from grpo_testkit.upstream import registry_sdist, verl_tree, wheel_tree  # noqa: E402  (tests/ first)
 
 
 def main():

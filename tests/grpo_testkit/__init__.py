@@ -72,11 +72,27 @@ def run_role(tmp_path, role, extra, *args, env=None):
 
 
 def run_module(name, params, check=False, env=None, own_processes=False):
-    """One of this package's modules run by ``ansible`` on localhost with the tests' Python: its result.
+    """One of this package's modules run on this machine with the tests' Python: the host's result as ``ansible
+    localhost -m NAME`` reports it (``changed`` always present, ``failed: true`` on a failure, ``stdout_lines`` beside
+    ``stdout``).
 
-    own_processes: in a PID namespace of its own with its own /proc, for a module that looks at the host's
-    processes (Ray's daemons): the Ray a molecule scenario runs in a container beside the unit tests shows in the
-    host's /proc, and must not answer for the node under test."""
+    In this process (:mod:`grpo_testkit.inprocess`: the module's arguments set, its ``main()`` run, its exit caught),
+    with ``env`` added to the environment for the call; ``check``: in check mode. GRPO_SPAWN_MODULES=1 in the
+    environment spawns every call instead, to compare the two.
+
+    own_processes: spawned by ``ansible`` in a PID namespace of its own with its own /proc, for a module that looks
+    at the host's processes (Ray's daemons): the Ray a molecule scenario runs in a container beside the unit tests
+    shows in the host's /proc, and must not answer for the node under test. Only a process of its own can have that."""
+    if own_processes or os.environ.get("GRPO_SPAWN_MODULES"):
+        return spawn_module(name, params, check=check, env=env, own_processes=own_processes)
+    from grpo_testkit import inprocess
+
+    return inprocess.run(name, params, check=check, env=env)
+
+
+def spawn_module(name, params, check=False, env=None, own_processes=False):
+    """``ansible localhost -m NAME`` (a process of its own, through Ansible's own module transfer): the host's
+    result. For a test that needs Ansible itself; :func:`run_module` runs the module in this process."""
     import json
 
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local",
@@ -136,3 +152,10 @@ sys.exit(1)
 """ % str(log))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     return fake, log
+
+
+def write_file(path, text="x"):
+    """``text`` in the file at ``path``, its folders made first."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)

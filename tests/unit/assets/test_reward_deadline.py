@@ -1,5 +1,5 @@
 """The GRPO math reward (roles/assets/files/math_reward.py): its deadline, threads, batches and helper processes (the
-helpers and the reference: test_reward.py)."""
+helpers and the reference: grpo_testkit/reward.py)."""
 
 import os
 import subprocess
@@ -8,8 +8,12 @@ import textwrap
 import threading
 import time
 
-from test_reward import F4, HANG, REWARD_FILE, STEPS, engine, full, generated, reference, reward, score
-from test_reward import generous_time_limit  # noqa: F401 (autouse: it applies to this file's tests too)
+import pytest
+from grpo_testkit.reward import (F4, HANG, REWARD_FILE, STEPS, engine, full, generated, reference, reward,
+                                 score)
+
+# GRPO_REWARD_TIMEOUT_S raised for every test here (tests/unit/assets/conftest.py)
+pytestmark = pytest.mark.usefixtures("generous_time_limit")
 
 
 # ---------------------------------------------------------------- the deadline, threads, batches, processes

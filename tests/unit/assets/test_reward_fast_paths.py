@@ -1,12 +1,15 @@
 """Each fast path of the GRPO math reward (roles/assets/files/math_reward.py) against the reference where it decides: the
-numeric shortcut and the explosive answers (the helpers and the reference: test_reward.py)."""
+numeric shortcut and the explosive answers (the helpers and the reference: grpo_testkit/reward.py)."""
 
 import random
 import time
 
 import pytest
-from test_reward import HANG, STEPS, _reference_correct, engine, full, reference, reference_scores, reward, score
-from test_reward import generous_time_limit  # noqa: F401 (autouse: it applies to this file's tests too)
+from grpo_testkit.reward import (HANG, STEPS, _reference_correct, engine, full, reference, reference_scores,
+                                 reward, score)
+
+# GRPO_REWARD_TIMEOUT_S raised for every test here (tests/unit/assets/conftest.py)
+pytestmark = pytest.mark.usefixtures("generous_time_limit")
 
 
 # ---------------------------------------------------------------- each fast path against the reference

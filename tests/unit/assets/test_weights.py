@@ -6,11 +6,9 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from ascend_grpo.assets import weights
 from ascend_grpo.common import jobs
-from grpo_testkit import ROOT
 from fakehub import FakeHub
 
 REPO = "Org/Tiny-Instruct"

@@ -10,7 +10,6 @@ RFC 7519 JWTs as jwt.io shows them); S3 and GCS pre-signed URLs (X-Amz-Signature
 
 import ast
 import os
-import sys
 
 import pytest
 import yaml

@@ -6,12 +6,9 @@ issue's facts (HCCL_IF_IP and the three *_SOCKET_IFNAME variables per node; toke
 """
 
 import json
-import os
 import socket
-import sys
 
 import pytest
-from grpo_testkit import ROOT
 
 from ascend_grpo.cluster import ray_nodes
 

@@ -2,7 +2,6 @@
 detached job (roles/assets/tasks/fetch.yml: ``python -m ascend_grpo.assets.weights fetch --plan <state>/weights-plan.json``
 with PYTHONPATH=<state>/lib). The copy must run on its own, with nothing of this checkout on the path."""
 
-import importlib.util
 import json
 import os
 import re

@@ -5,7 +5,6 @@ import glob
 import os
 import re
 import shlex
-import sys
 
 from grpo_testkit import ROOT
 

@@ -10,7 +10,6 @@ an https URL (``git help credentials``) and takes configuration from GIT_CONFIG_
 import json
 import os
 import stat
-import sys
 
 from grpo_testkit import fake_pip_python, run_module
 
@@ -137,7 +136,6 @@ def _task(path, name):
 
 def _render(expression, **values):
     import jinja2
-    from grpo_testkit import ROOT
 
     import common_filters
     import deps_filters

@@ -1,5 +1,4 @@
 import os
-import sys
 
 from grpo_testkit import ROOT
 

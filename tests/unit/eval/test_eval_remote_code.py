@@ -10,7 +10,6 @@
 """
 
 import ast
-import importlib.util
 import json
 import os
 

@@ -5,14 +5,9 @@ import json
 import os
 
 import pytest
+from grpo_testkit import write_file as _write
 
 from ascend_grpo.eval import checkpoint_pick
-
-
-def _write(path, text="x"):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 def _checkpoints(root, steps, latest=None, hf=True):

@@ -3,7 +3,6 @@
 import ast
 import copy
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess

@@ -1,5 +1,5 @@
 """The eval stage's engine: what decides a result, OpenCompass's own result files, the configuration behind a
-checkpoint (the file writer: test_evaluation.py)."""
+checkpoint (the file writer: grpo_testkit.write_file)."""
 
 import calendar
 import json
@@ -8,8 +8,7 @@ import shutil
 import time
 
 import pytest
-from grpo_testkit import ROOT
-from test_evaluation import _write
+from grpo_testkit import ROOT, write_file as _write
 
 from ascend_grpo.eval import checkpoint_pick, result_report
 

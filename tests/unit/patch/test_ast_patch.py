@@ -1,46 +1,17 @@
 """The AST patch engine on real upstream code: verl 0.5.0 and 0.6.0 wheels from the registry (cached)."""
 
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import zipfile
 
 import pytest
-from grpo_testkit import ROOT, TEST_CACHE
+from grpo_testkit import ROOT
+from grpo_testkit.upstream import FLASH, FLASH_FILES_050, NPU_HELPERS, flash_ops, verl_tree
 
 from ascend_grpo.patch import ast_patch
 
-CACHE = TEST_CACHE
-NPU_HELPERS = "verl.workers.engine.fsdp.npu_padding_utils"
-FLASH = "transformers.integrations.npu_flash_attention"
 ROLE_FILES = os.path.join(ROOT, "roles", "verl_compat_patch", "files")
-
-
-@contextlib.contextmanager
-def cache_filled_once():
-    """One process at a time fills the test cache, the others wait and then find it filled (make check runs the
-    unit tests in two processes)."""
-    os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, ".lock"), "a", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def verl_tree(version, tmp_path):
-    """verl==version's wheel from the registry (downloaded once), unpacked into tmp_path."""
-    where = os.path.join(CACHE, "verl-%s" % version)
-    with cache_filled_once():
-        wheels = [f for f in os.listdir(where) if f.endswith(".whl")] if os.path.isdir(where) else []
-        if not wheels:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d",
-                            where, "verl==%s" % version], check=True)
-            wheels = [f for f in os.listdir(where) if f.endswith(".whl")]
-    with zipfile.ZipFile(os.path.join(where, wheels[0])) as archive:
-        archive.extractall(tmp_path)
-    return str(tmp_path)
 
 
 def read(root, rel):
@@ -48,18 +19,9 @@ def read(root, rel):
         return handle.read()
 
 
-FLASH_FILES_050 = ["verl/workers/actor/dp_actor.py", "verl/workers/fsdp_workers.py",
-                   "verl/trainer/fsdp_sft_trainer.py", "verl/workers/critic/dp_critic.py",
-                   "verl/workers/engine/fsdp/engine_impl.py"]
-
-
 @pytest.fixture
 def v050(tmp_path):
     return verl_tree("0.5.0", tmp_path)
-
-
-def flash_ops(files):
-    return [{"op": "import_module", "file": f, "from": FLASH, "to": NPU_HELPERS, "count": 1} for f in files]
 
 
 def test_import_rewrite_keeps_every_other_byte(v050):

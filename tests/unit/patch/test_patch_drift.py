@@ -17,7 +17,7 @@ import sys
 import pytest
 import yaml
 from grpo_testkit import FIXTURES, ROOT, run_module
-from test_compat import registry_sdist, wheel_tree
+from grpo_testkit.upstream import registry_sdist, wheel_tree
 
 from ascend_grpo.patch import ast_patch, import_check
 

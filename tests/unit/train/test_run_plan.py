@@ -247,8 +247,6 @@ def test_no_ansible_import():
 def test_the_filters_over_the_engine(tmp_path):
     """The roles' filters (train_launch_plan, eval_gate) hand plain values to the engine and build the commands from
     the inventories the user ran with."""
-    import sys
-
     from grpo_testkit import ROOT
 
     import eval_filters

@@ -1,10 +1,6 @@
 """The trackers' settings refused before a launch, and where TensorBoard may listen (never every interface)."""
 
-import importlib.util
-import os
 import shlex
-
-from grpo_testkit import ROOT
 
 from ascend_grpo.train import tracking
 

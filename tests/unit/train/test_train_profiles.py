@@ -19,7 +19,6 @@ from grpo_testkit import ROOT, VERL_TARBALL as TARBALL, need_verl_tarball
 
 from ascend_grpo.train import overrides as ov
 
-import importlib.util
 
 import common_filters as settings_filters  # noqa: E402
 import train_filters  # noqa: E402

@@ -133,8 +133,6 @@ def test_a_malformed_catalogue_is_refused_naming_the_entry(entries, words):
 
 
 def test_the_status_table_says_why_a_failed_run_ended_and_the_fix():
-    import importlib.util
-
     import train_filters as module
     verdict = triage.diagnose("ValueError: No available memory for the cache blocks.\n", ENTRIES, 1,
                               values={"actor_rollout_ref.rollout.gpu_memory_utilization": "0.8"})

@@ -1,35 +1,18 @@
 """verl's training log: steps and metrics, resume, checkpoints, final validation, the error of a failed run (the
-status summary, the per-host table, the plot and why a run ended: test_verl_log_status.py).
+status summary, the per-host table, the plot and why a run ended: test_verl_log_status.py; the logs and the line
+builders: grpo_testkit/verl_logs.py).
 
 The three logs under fixtures/verl_logs are real runs of verl@634bd935 with the vLLM 0.13.0 rollout on the simulated
 host's CPU (2 steps; the same run resumed to 3 steps; a run that fails at start-up on tensor parallel size 2 with 1
 worker); the other cases are built here.
 """
 
-import os
 import pprint
 
 import pytest
-from grpo_testkit import FIXTURES
+from grpo_testkit.verl_logs import FAILED_ERROR, ray, real_log, step_line
 
 from ascend_grpo.train import run_log, status_view
-
-FAILED_ERROR = "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2"
-
-
-def real_log(name):
-    with open(os.path.join(FIXTURES, "verl_logs", name), encoding="utf-8") as handle:
-        return handle.read()
-
-
-def ray(line, source="TaskRunner pid=9581"):
-    """A line as Ray's driver prints a worker's: coloured prefix, newline."""
-    return "\x1b[36m(%s)\x1b[0m %s\n" % (source, line)
-
-
-def step_line(step, metrics):
-    return "step:%d - " % step + " - ".join("%s:%r" % item for item in metrics.items())
-
 
 def steps_of(parsed):
     return [entry["step"] for entry in parsed["steps"]]

@@ -1,5 +1,5 @@
 """verl's training log read for the status view: the summary (epoch, ETA), the per-host table, the plot, and why a
-run ended (the logs and the line builders: test_verl_log.py)."""
+run ended (the logs and the line builders: grpo_testkit/verl_logs.py)."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 from grpo_testkit import ROOT
-from test_verl_log import FAILED_ERROR, ray, real_log, step_line
+from grpo_testkit.verl_logs import FAILED_ERROR, ray, real_log, step_line
 
 from ascend_grpo.train import run_log, status_view
 
