@@ -16,6 +16,12 @@ def train_overrides(layers):
     return overrides.render_overrides(*layers)
 
 
+def train_override_map(layers):
+    """``{{ [reference, profile, paths, user] | train_override_map }}``: the same layers merged as data, ``{dotted
+    key: value}`` (overrides.override_map), the mapping the words of :func:`train_overrides` are written from."""
+    return overrides.override_map(*layers)
+
+
 def train_env(layers):
     """``{{ [reference, profile, cards, user] | train_env }}``: one mapping of strings; a null value removes a key."""
     merged = overrides.deep_merge(*layers)
@@ -55,10 +61,11 @@ def train_profile_owned(profiles, builtin_dir):
     return overrides.owned_in_profiles(profiles, builtin_dir)
 
 
-def train_wait_minutes(override_list, wait_minutes, validation_minutes):
-    """``{{ grpo_train_override_list | train_wait_minutes(wait, validation) }}``: the first step's wait in minutes,
-    with the validation before training's allowance when the run validates first (overrides.first_step_wait_minutes)."""
-    return overrides.first_step_wait_minutes(override_list, wait_minutes, validation_minutes)
+def train_wait_minutes(override_map, wait_minutes, validation_minutes):
+    """``{{ grpo_train_override_map | train_wait_minutes(wait, validation) }}``: the first step's wait in minutes,
+    with the validation before training's allowance when the run validates first (overrides.first_step_wait_minutes,
+    from the merged overrides as data)."""
+    return overrides.first_step_wait_minutes(_plain(override_map), wait_minutes, validation_minutes)
 
 
 def tensorboard_bind(asked, network, container_address):
@@ -142,12 +149,12 @@ def _tensorboard_line(report):
                view["open"]))
 
 
-def train_launch_plan(before, override_list, script_sha1, relaunch=False):
-    """``{{ grpo_train_before | train_launch_plan(grpo_train_override_list, sha1, grpo_train_relaunch) }}``: whether
+def train_launch_plan(before, override_map, script_sha1, relaunch=False):
+    """``{{ grpo_train_before | train_launch_plan(grpo_train_override_map, sha1, grpo_train_relaunch) }}``: whether
     the stage launches (run_plan.launch_plan: not while one goes, not a finished run with the same script, and never a
-    run whose newest whole checkpoint is at or past its total), with the message that says why not."""
-    return run_plan.launch_plan(_plain(before), [str(o) for o in override_list or []], str(script_sha1),
-                                bool(relaunch))
+    run whose newest whole checkpoint is at or past its total), with the message that says why not. The overrides
+    are the merged mapping (train_override_map), never the words."""
+    return run_plan.launch_plan(_plain(before), _plain(override_map or {}), str(script_sha1), bool(relaunch))
 
 
 def _plain(value):
@@ -182,6 +189,7 @@ class FilterModule:
     def filters(self):
         return {
             "train_overrides": train_overrides,
+            "train_override_map": train_override_map,
             "train_env": train_env,
             "train_status_table": train_status_table,
             "cluster_node_view": cluster_node_view,

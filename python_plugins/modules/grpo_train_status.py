@@ -161,11 +161,19 @@ last_launch:
   sample: {script_sha1: 3f2a..., pid: 4242, started_at: "2026-12-03T10:00:00+0000", profile: npu-single, cards: "0"}
 launch_overrides:
   description: >-
-    The overrides of the last launch, from the run folder's history (C(launches.jsonl), its last line); null when it
-    has none. The train stage works out from them whether the run's total changed (C(ascend_grpo.train.run_plan)).
+    The override words of the last launch, from the run folder's history (C(launches.jsonl), its last line), as
+    verl was launched with them (for people); null when it has none.
   returned: always
   type: list
   elements: str
+launch_override_map:
+  description: >-
+    The merged overrides of the last launch as data (C({dotted key: value}), the record's C(override_map)), from
+    which the train stage works out whether the run's total changed (C(ascend_grpo.train.run_plan)); null when the
+    history has none, or its last launch was recorded with the words only (the total then counts as unknown).
+  returned: always
+  type: dict
+  sample: {trainer.total_training_steps: 2, data.train_batch_size: 4, +ray_kwargs.ray_init.num_gpus: 1}
 last_log:
   description: >-
     What the current log (the last launch's) says of the run's length: C(total_steps) ("Total training steps"),

@@ -1,6 +1,7 @@
 """The train stage's launch decision (a run at or past its total trains nothing) and the eval stage's gate (never
 OpenCompass on the cards a going run holds), ascend_grpo.train.run_plan."""
 
+import json
 import os
 import shlex
 
@@ -8,22 +9,24 @@ import pytest
 
 from ascend_grpo.train import run_plan
 
-SIM = ["data.train_files=/data/grpo/data/math/train.parquet", "data.train_batch_size=4",
-       "actor_rollout_ref.model.path=/data/grpo/models/tiny-qwen2", "trainer.total_epochs=1",
-       "trainer.total_training_steps=2", "trainer.resume_mode=auto"]
+# The merged overrides as data (overrides.override_map), as the role hands them to the plan and a launch's record
+# keeps them
+SIM = {"data.train_files": "/data/grpo/data/math/train.parquet", "data.train_batch_size": 4,
+       "actor_rollout_ref.model.path": "/data/grpo/models/tiny-qwen2", "trainer.total_epochs": 1,
+       "trainer.total_training_steps": 2, "trainer.resume_mode": "auto"}
 
 
 def _with(overrides, **changes):
-    """``overrides`` with dotted keys replaced (None drops the key), as render_overrides would write them."""
-    out = [o for o in overrides if o.split("=", 1)[0].lstrip("+") not in changes]
-    return out + ["%s=%s" % (k, v) for k, v in changes.items() if v is not None]
+    """``overrides`` with dotted keys replaced (None drops the key, as a null layer does in overrides.deep_merge)."""
+    out = {k: v for k, v in overrides.items() if k.lstrip("+") not in changes}
+    return dict(out, **{k: v for k, v in changes.items() if v is not None})
 
 
 def _finished(saved, script="aaa", overrides=SIM, total=2, batches=6, epochs=1, state="finished"):
     """What grpo_train_status returns for a run that ended with ``saved`` steps whole."""
     return {"state": state, "running": False, "step": saved[-1] if saved else None, "total_steps": total,
             "checkpoints": {"saved": saved, "incomplete": [], "latest": saved[-1] if saved else None},
-            "last_launch": {"script_sha1": script, "cards": "0"}, "launch_overrides": overrides,
+            "last_launch": {"script_sha1": script, "cards": "0"}, "launch_override_map": overrides,
             "last_log": {"total_steps": total, "batches_per_epoch": batches, "total_epochs": epochs}}
 
 
@@ -36,7 +39,7 @@ def test_total_is_the_override_when_set():
 
 def test_total_from_the_last_log_when_nothing_that_decides_it_changed():
     no_total = _with(SIM, **{"trainer.total_training_steps": None})
-    changed_lr = no_total + ["actor_rollout_ref.actor.optim.lr=0.001"]
+    changed_lr = _with(no_total, **{"actor_rollout_ref.actor.optim.lr": 0.001})
     got = run_plan.planned_total(changed_lr, no_total, {"total_steps": 6, "batches_per_epoch": 6})
     assert got["total"] == 6 and "trainer.total_epochs" in got["raise"]
 
@@ -57,16 +60,67 @@ def test_total_unknown_when_the_data_changed_or_nothing_was_logged():
 
 
 def test_an_explicit_null_total_and_a_plus_key_are_read():
-    assert run_plan.override_values(["+trainer.x='a b'", "trainer.total_training_steps=null"]) == {
-        "trainer.x": "'a b'", "trainer.total_training_steps": "null"}
-    assert run_plan.planned_total(["trainer.total_training_steps=null", "trainer.total_epochs=2"], None,
+    # a '+' in front is Hydra's mark, not part of the setting: +trainer.total_training_steps is the total
+    assert run_plan.planned_total({"+trainer.x": "a b", "+trainer.total_training_steps": 7}, None,
+                                  None)["total"] == 7
+    assert run_plan.planned_total({"trainer.total_training_steps": None, "trainer.total_epochs": 2}, None,
                                   None)["total"] is None
+
+
+def test_the_plan_decides_from_the_merged_mapping_as_verl_reads_its_words():
+    """The plan takes the merged overrides as data (overrides.override_map), the mapping the run's words are written
+    from: Hydra's own parser (verl's) reads exactly that mapping back from the words, values holding '=', lists and
+    keys with '-' included, and the plan compares those values. The word parser it replaces kept Hydra's quoting and
+    skipped a key with '-' (so a change there looked like no change of the data)."""
+    from ascend_grpo.train import overrides as ov
+
+    base = {"data": {"train_files": ["/d/math=v2/train.parquet", "/d/extra.parquet"], "+min-len": "len>=8",
+                     "train_batch_size": 4},
+            "actor_rollout_ref": {"model": {"path": "/m/tiny"}},
+            "trainer": {"total_epochs": 1, "resume_mode": "auto"}}
+    last = ov.override_map(base)
+    assert ov.as_mapping(ov.render_overrides(base)) == last  # what verl gets, read by Hydra itself
+    assert last["data.train_files"] == ["/d/math=v2/train.parquet", "/d/extra.parquet"]
+    assert last["+data.min-len"] == "len>=8"
+    logged = {"total_steps": 6, "batches_per_epoch": 6, "total_epochs": 1}
+    recorded = json.loads(json.dumps(last))  # as the launch's record keeps it
+
+    same_data = ov.override_map(base, {"actor_rollout_ref": {"actor": {"optim": {"lr": 0.5}}}})
+    assert run_plan.planned_total(same_data, recorded, logged)["total"] == 6
+    more_epochs = ov.override_map(base, {"trainer": {"total_epochs": 3}})
+    assert run_plan.planned_total(more_epochs, recorded, logged)["total"] == 18
+    for change in ({"data": {"train_files": ["/d/math=v3/train.parquet", "/d/extra.parquet"]}},
+                   {"data": {"train_files": ["/d/math=v2/train.parquet"]}},
+                   {"data": {"+min-len": "len>=16"}}):
+        changed = ov.override_map(base, change)
+        assert ov.as_mapping(ov.render_overrides(base, change)) == changed
+        got = run_plan.planned_total(changed, recorded, logged)
+        assert got["total"] is None and got["how"].startswith("unknown: the data or the epochs changed"), change
+    # a finished run at its logged total: the same data trains nothing, another file list launches
+    before = _finished([6], overrides=recorded, total=6)
+    assert not run_plan.launch_plan(before, same_data, "bbb")["launch"]
+    assert run_plan.launch_plan(before, ov.override_map(base, {"data": {"+min-len": "len>=16"}}), "bbb")["launch"]
+
+
+def test_a_launch_recorded_with_words_only_leaves_the_total_unknown():
+    """A launch record written before the records kept the mapping (launches.jsonl with ``overrides`` words only):
+    the status has no ``launch_override_map`` for it, and the plan counts it as no earlier launch that logged the
+    loader's size; the words are not parsed back, so a finished run without a step total launches (verl decides)."""
+    no_total = _with(SIM, **{"trainer.total_training_steps": None})
+    before = _finished([6], overrides=None, total=6)
+    before["launch_overrides"] = ["%s=%s" % item for item in no_total.items()]  # the old record's words
+    plan = run_plan.launch_plan(before, no_total, "bbb")
+    assert plan["launch"] and plan["total"] is None
+    got = run_plan.planned_total(no_total, before.get("launch_override_map"), before["last_log"])
+    assert got["total"] is None and got["how"] == "unknown: no earlier launch logged the loader's size"
+    # an explicit step total still decides without any record
+    assert not run_plan.launch_plan(_finished([2], overrides=None), SIM, "bbb")["launch"]
 
 
 # --- the launch decision ---------------------------------------------------------------------------------------------
 
 def test_a_finished_run_at_its_total_relaunched_with_a_changed_setting_trains_nothing():
-    changed = SIM + ["actor_rollout_ref.actor.optim.lr=0.002"]
+    changed = _with(SIM, **{"actor_rollout_ref.actor.optim.lr": 0.002})
     plan = run_plan.launch_plan(_finished([1, 2]), changed, "bbb")
     assert plan["wanted"] and not plan["launch"] and plan["total"] == 2 and plan["newest"] == 2
     assert "newest whole checkpoint is step 2 and the run's total is 2 steps" in plan["message"]
@@ -96,7 +150,7 @@ def test_raising_the_epochs_with_no_step_total_continues():
     last = _with(SIM, **{"trainer.total_training_steps": None})
     before = _finished([6], overrides=last, total=6, batches=6, epochs=1)
     assert run_plan.launch_plan(before, _with(last, **{"trainer.total_epochs": 2}), "bbb")["launch"]
-    stay = run_plan.launch_plan(before, last + ["actor_rollout_ref.actor.optim.lr=0.5"], "bbb")
+    stay = run_plan.launch_plan(before, _with(last, **{"actor_rollout_ref.actor.optim.lr": 0.5}), "bbb")
     assert not stay["launch"] and "raise trainer.total_epochs in grpo_train_overrides (or set " in stay["message"]
 
 
@@ -256,5 +310,5 @@ def test_the_filters_over_the_engine(tmp_path):
     gate = eval_filters.eval_gate(_going([1]), "0", "0", "sim/tiny_qwen2_math", [inventory], ROOT)
     assert gate["action"] == "wait"
     assert "Watch it: ansible-playbook site.yml -i inventories/sim --tags status." in gate["lines"]
-    plan = train_filters.train_launch_plan(_finished([1, 2]), SIM + ["x=1"], "bbb", False)
+    plan = train_filters.train_launch_plan(_finished([1, 2]), dict(SIM, x=1), "bbb", False)
     assert plan["wanted"] and not plan["launch"]

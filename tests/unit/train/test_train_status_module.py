@@ -150,12 +150,22 @@ def test_the_last_launch_overrides_and_what_its_log_says_of_the_runs_length(tmp_
     _write_log(run, "grpo-2.log", "Size of train dataloader: 6, Size of val dataloader: 1\n"
                                   "{'trainer': {'total_epochs': 1,\nTotal training steps: 2\n")
     os.symlink("grpo-2.log", run / "logs" / "latest.log")
+    # each record: the words (for people) and the merged mapping they were written from (what the plan reads)
     (run / "launches.jsonl").write_text(
-        json.dumps({"overrides": ["trainer.total_training_steps=9"]}) + "\n"
-        + json.dumps({"overrides": ["trainer.total_training_steps=2"]}) + "\n")
+        json.dumps({"overrides": ["trainer.total_training_steps=9"],
+                    "override_map": {"trainer.total_training_steps": 9}}) + "\n"
+        + json.dumps({"overrides": ["trainer.total_training_steps=2", "+data.x='a=b'"],
+                      "override_map": {"trainer.total_training_steps": 2, "+data.x": "a=b"}}) + "\n")
     params = {"state_dir": str(tmp_path / "state"), "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c")}
     result = run_module("grpo_train_status", params)
-    assert result["launch_overrides"] == ["trainer.total_training_steps=2"]
+    assert result["launch_overrides"] == ["trainer.total_training_steps=2", "+data.x='a=b'"]
+    assert result["launch_override_map"] == {"trainer.total_training_steps": 2, "+data.x": "a=b"}
     assert result["last_log"] == {"total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1}
+    # a launch recorded before the records kept the mapping (words only): no mapping, its words not parsed back
+    with open(run / "launches.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"overrides": ["trainer.total_training_steps=5"]}) + "\n")
+    old = run_status.watch(dict(PARAMS, **params))
+    assert old["launch_overrides"] == ["trainer.total_training_steps=5"] and old["launch_override_map"] is None
     (run / "launches.jsonl").unlink()
-    assert run_module("grpo_train_status", params)["launch_overrides"] is None
+    gone = run_module("grpo_train_status", params)
+    assert gone["launch_overrides"] is None and gone["launch_override_map"] is None

@@ -176,7 +176,9 @@ def test_the_validation_before_training_is_a_phase_of_its_own():
     assert log.parse(done)["validating"] is False
     assert log.parse(done + "(TaskRunner pid=1) test_gen_batch meta info: {'n': 1}\n")["validating"] is True
     # verl's default validates first; the wait for the first step adds its allowance then
-    assert overrides.validates_first(["trainer.save_freq=70"]) is True
-    assert overrides.validates_first(["trainer.val_before_train=False"]) is False
-    assert overrides.first_step_wait_minutes(["trainer.total_epochs=5"], 60, 60) == 120
-    assert overrides.first_step_wait_minutes(["trainer.val_before_train=false"], 60, 60) == 60
+    # (from the merged overrides as data, overrides.override_map: nothing parses the words back)
+    assert overrides.validates_first({"trainer.save_freq": 70}) is True
+    assert overrides.validates_first({"trainer.val_before_train": False}) is False
+    assert overrides.first_step_wait_minutes({"trainer.total_epochs": 5}, 60, 60) == 120
+    assert overrides.first_step_wait_minutes(
+        overrides.override_map({"trainer": {"val_before_train": False}}), 60, 60) == 60

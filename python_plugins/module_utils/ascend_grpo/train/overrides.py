@@ -9,7 +9,10 @@ Rendering (standard library only; runs on the controller):
   key when merging, and the later layer's spelling is kept.
 - :func:`flatten` turns the nested result into dotted keys; a ``+`` on any segment goes to the front.
 - :func:`hydra_value` writes a value so that Hydra's override parser reads back the same value and type.
-- :func:`render_overrides` does all three; :func:`shell_lines` quotes the overrides for a bash script.
+- :func:`override_map` merges and flattens: the run's overrides as data (``{dotted key: value}``), which the launch
+  decision, the first step's wait and each launch's record read; :func:`render_overrides` writes the same mapping
+  as the words verl is launched with; :func:`shell_lines` quotes them for a bash script. Nothing parses the words
+  back.
 
 Validation (imports hydra and omegaconf when called; runs in the training environment, where verl brings them):
 
@@ -253,9 +256,17 @@ def _dict_key(key):
                      "digits and _ - . / @ +, not a number, bool or null" % (key,))
 
 
+def override_map(*layers):
+    """``{dotted key: value}``: the layers merged (:func:`deep_merge`) and flattened (:func:`flatten`), a ``+`` in
+    front of a key verl's configuration does not have; the shape of the run spec's ``overrides``. The one value the
+    run's words are written from (:func:`render_overrides`), so a reader of this mapping (the launch decision, the
+    first step's wait, a launch's record) sees exactly what verl gets, with no word parsed back."""
+    return dict(flatten(deep_merge(*layers)))
+
+
 def render_overrides(*layers):
-    """``["key=value", ...]``: the layers merged (:func:`deep_merge`), flattened and written for Hydra."""
-    return ["%s=%s" % (key, hydra_value(value)) for key, value in flatten(deep_merge(*layers))]
+    """``["key=value", ...]``: the layers merged and flattened (:func:`override_map`) and written for Hydra."""
+    return ["%s=%s" % (key, hydra_value(value)) for key, value in override_map(*layers).items()]
 
 
 def shell_lines(overrides):
@@ -503,19 +514,23 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def validates_first(words):
-    """Whether a run with these Hydra override ``words`` validates before its first step: verl's
-    ``trainer.val_before_train``, true unless an override turns it off (verl validates on every launch, a resume's
-    too, before training)."""
+# YAML's and Hydra's spellings of false, for a string value (a bool, None or number is read as Python reads it)
+_FALSE_WORDS = ("false", "0", "no", "off", "null", "none", "")
+
+
+def validates_first(values):
+    """Whether a run with the merged overrides ``values`` (:func:`override_map`, ``{dotted key: value}``) validates
+    before its first step: verl's ``trainer.val_before_train``, true unless an override turns it off (verl validates
+    on every launch, a resume's too, before training). A string value is false when it spells false."""
     value = True
-    for word in words or []:
-        match = re.match(r"^[+~]{0,2}trainer\.val_before_train=(.*)$", str(word), re.S)
-        if match:
-            value = match.group(1).strip().strip("'\"").lower() not in ("false", "0", "no", "off", "null", "none", "")
+    for key, raw in (values or {}).items():
+        if str(key).lstrip("+~") == "trainer.val_before_train":
+            value = (str(raw).strip().lower() not in _FALSE_WORDS) if isinstance(raw, str) else bool(raw)
     return value
 
 
-def first_step_wait_minutes(words, wait_minutes, validation_minutes):
+def first_step_wait_minutes(values, wait_minutes, validation_minutes):
     """How long the train stage waits for the first step: ``wait_minutes`` (verl's start-up and a step), plus
-    ``validation_minutes`` when the run validates before training (:func:`validates_first`)."""
-    return int(wait_minutes) + (int(validation_minutes) if validates_first(words) else 0)
+    ``validation_minutes`` when the run validates before training (:func:`validates_first`, from the merged
+    overrides ``values``)."""
+    return int(wait_minutes) + (int(validation_minutes) if validates_first(values) else 0)

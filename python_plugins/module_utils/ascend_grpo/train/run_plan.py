@@ -17,11 +17,13 @@ when nothing that decides it changed (every ``data.*`` override, the model path,
 epochs times the last launch's loader size when the data did not change; else unknown (the launch goes ahead, as
 verl alone would decide).
 
+The overrides come as data, the merged mapping the run's words are written from (``overrides.override_map``), this
+launch's from the role and the last launch's from its record in ``launches.jsonl``: no override word is parsed back.
+
 Standard library only.
 """
 
 from ..common import rerun
-from . import triage
 
 # Overrides that decide the loader's length (the data, the batch, the prompt filter's tokenizer and length).
 _DATA_PREFIXES = ("data.",)
@@ -31,16 +33,18 @@ TOTAL_EPOCHS = "trainer.total_epochs"
 RESUME_MODE = "trainer.resume_mode"
 
 
-# Hydra's key=value strings as {dotted key: raw value}: the triage engine's reading, one for the package
-override_values = triage.override_values
+def _keyed(values):
+    """``{dotted key: value}`` of a merged overrides mapping (overrides.override_map, the run spec's shape), each
+    key without Hydra's ``+``/``~`` in front: ``+trainer.x`` and ``trainer.x`` are one setting of verl's."""
+    return {str(key).lstrip("+~"): value for key, value in (values or {}).items()}
+
 
 def _int(raw):
-    """An override's whole number, or None (null, absent, not a number)."""
-    if raw is None:
+    """An override's whole number, or None (null, absent, a bool, not a whole number)."""
+    if raw is None or isinstance(raw, bool):
         return None
-    text = str(raw).strip().strip("'\"")
     try:
-        return int(text)
+        return int(str(raw).strip())
     except ValueError:
         return None
 
@@ -54,14 +58,18 @@ def _deciding(values, with_epochs):
 
 
 def planned_total(overrides, last_overrides=None, last_logged=None):
-    """The total verl's loop stops at for a launch with ``overrides``.
+    """The total verl's loop stops at for a launch with ``overrides``, the merged overrides as data
+    (``{dotted key: value}``: overrides.override_map, the mapping the run's words are written from).
 
-    ``last_overrides`` are the last launch's overrides (the run folder's ``launches.jsonl``), ``last_logged`` what that
-    launch's log said: ``{"total_steps": N, "batches_per_epoch": B, "total_epochs": E}`` (any may be None).
+    ``last_overrides`` are the last launch's, the same mapping as its record in the run folder's ``launches.jsonl``
+    keeps it (``override_map``); ``last_logged`` what that launch's log said: ``{"total_steps": N,
+    "batches_per_epoch": B, "total_epochs": E}`` (any may be None). A launch recorded before the records kept the
+    mapping (words only) comes as None: it counts as "no earlier launch logged the loader's size" (unknown), and its
+    words are never parsed back.
 
     Returns ``{"total": N or None, "how": text for people, "raise": the setting that would raise it}``.
     """
-    new = override_values(overrides)
+    new = _keyed(overrides)
     logged = last_logged or {}
     steps = _int(new.get(TOTAL_STEPS))
     if steps is not None:
@@ -70,7 +78,7 @@ def planned_total(overrides, last_overrides=None, last_logged=None):
     epochs_hint = "%s in grpo_train_overrides (or set %s)" % (TOTAL_EPOCHS, TOTAL_STEPS)
     if last_overrides is None:
         return {"total": None, "how": "unknown: no earlier launch logged the loader's size", "raise": epochs_hint}
-    last = override_values(last_overrides)
+    last = _keyed(last_overrides)
     if _deciding(new, True) == _deciding(last, True) and _int(logged.get("total_steps")) is not None:
         return {"total": int(logged["total_steps"]),
                 "how": "as the last launch logged it (Total training steps: %d)" % int(logged["total_steps"]),
@@ -92,7 +100,8 @@ def _newest_saved(before):
 
 def launch_plan(before, overrides, script_sha1, relaunch=False):
     """Whether the train stage launches, from the run's status (the ``grpo_train_status`` module's result, with its
-    ``launch_overrides`` and ``last_log``), the overrides and script this launch would use, and grpo_train_relaunch.
+    ``launch_override_map`` and ``last_log``), the merged overrides this launch would use (``{dotted key: value}``,
+    as :func:`planned_total` takes them), the script's sha1, and grpo_train_relaunch.
 
     Returns ``{"wanted", "launch", "why", "message", "total", "newest"}``: ``wanted`` is what the state alone says
     (not going; and relaunch asked, or not finished, or another script), ``launch`` that and a run with something
@@ -113,13 +122,12 @@ def launch_plan(before, overrides, script_sha1, relaunch=False):
             % (before.get("step") if before.get("step") is not None else "-", before.get("total_steps") or "?")))
         return plan
     plan["wanted"] = True
-    values = override_values(overrides)
-    mode = str(values.get(RESUME_MODE, "auto")).strip("'\"")
+    mode = str(_keyed(overrides).get(RESUME_MODE, "auto"))
     newest = plan["newest"]
     if mode != "auto" or newest is None:
         plan.update(launch=True, why="from scratch" if newest is None else "resume_mode %s" % mode)
         return plan
-    total = planned_total(overrides, before.get("launch_overrides"), before.get("last_log"))
+    total = planned_total(overrides, before.get("launch_override_map"), before.get("last_log"))
     plan["total"] = total["total"]
     if total["total"] is None or newest < total["total"]:
         plan.update(launch=True, why="resumes from step %d (total %s)" % (newest, total["total"] or "unknown"))

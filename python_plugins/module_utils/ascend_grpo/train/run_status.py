@@ -83,8 +83,8 @@ def compare(root, this_run, this_state):
     return rows
 
 
-def last_launch_overrides(run_dir):
-    """The overrides of the run's last launch (the last line of ``launches.jsonl``), or None."""
+def _last_launch(run_dir):
+    """The record of the run's last launch (the last line of ``launches.jsonl`` that is JSON), or None."""
     path = os.path.join(run_dir, "launches.jsonl")
     try:
         lines = [line for line in _read(path).splitlines() if line.strip()]
@@ -95,10 +95,23 @@ def last_launch_overrides(run_dir):
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("overrides"), list):
-            return entry["overrides"]
-        return None
+        return entry if isinstance(entry, dict) else None
     return None
+
+
+def last_launch_overrides(run_dir):
+    """The override words of the run's last launch (its record's ``overrides``, for people), or None."""
+    entry = _last_launch(run_dir) or {}
+    return entry["overrides"] if isinstance(entry.get("overrides"), list) else None
+
+
+def last_launch_override_map(run_dir):
+    """The merged overrides of the run's last launch as data (its record's ``override_map``: ``{dotted key: value}``,
+    overrides.override_map), what the launch decision compares with (run_plan.planned_total); None when there is
+    none. A record written before the records kept the mapping holds the words only: None too, which the decision
+    reads as "no earlier launch logged the loader's size" (unknown). Its words are never parsed back."""
+    entry = _last_launch(run_dir) or {}
+    return entry["override_map"] if isinstance(entry.get("override_map"), dict) else None
 
 
 def look(p):
@@ -119,6 +132,7 @@ def look(p):
               "checkpoints": saved,
               "last_launch": workspace.read_json(os.path.join(p["run_dir"], ".launch.json")) or {},
               "launch_overrides": last_launch_overrides(p["run_dir"]),
+              "launch_override_map": last_launch_override_map(p["run_dir"]),
               "last_log": {key: parsed.get(key) for key in ("total_steps", "batches_per_epoch", "total_epochs")},
               "history": {"segments": history["segments"], "steps": [entry["step"] for entry in history["steps"]],
                           "validations": [[entry["step"], entry["metrics"][summary["val_metric"]]]

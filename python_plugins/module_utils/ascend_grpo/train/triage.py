@@ -70,16 +70,6 @@ def validate(entries):
     return out
 
 
-def override_values(words):
-    """{key: value} of the Hydra overrides among ``words`` (``key=value``, ``+key=value``; keys with a dot)."""
-    out = {}
-    for word in words:
-        match = re.match(r"^[+~]{0,2}([A-Za-z_][\w.]*)=(.*)$", word, re.S)
-        if match and "." in match.group(1):
-            out[match.group(1)] = match.group(2)
-    return out
-
-
 def first_error(text):
     """(line number, line) of the log's first error: the exception of the first traceback that was not logged and
     handled (run_log.parse: an ERROR record followed by its traceback is noise, e.g. Ray's "Failed to detect NPU
