@@ -88,3 +88,17 @@ def registry_sdist(name, version):
             with tarfile.open(archive) as tar:
                 tar.extractall(where, filter="data")
     return top
+
+
+def verl_trainer_config(folder):
+    """verl@634bd935's trainer configuration alone (verl/trainer/config/, all the check reads), unpacked from the
+    tarball GRPO_VERL_TARBALL names into ``folder``: the folder holding verl/."""
+    import tarfile
+
+    from grpo_testkit import VERL_TARBALL, need_verl_tarball
+
+    need_verl_tarball()
+    with tarfile.open(VERL_TARBALL) as tar:
+        members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name]
+        tar.extractall(folder, members, filter="data")
+    return str(next(os.scandir(folder)).path)

@@ -3,10 +3,10 @@ readers (doctor, status and triage, eval, bundle) read it instead of parsing ove
 
 import json
 import os
-import tarfile
 
 import pytest
-from grpo_testkit import ROOT, VERL_TARBALL, need_verl_tarball, run_module
+from grpo_testkit import ROOT, run_module
+from grpo_testkit.upstream import verl_trainer_config
 
 from ascend_grpo.common import workspace
 from ascend_grpo.train import overrides as ov
@@ -21,12 +21,7 @@ REFERENCE_BATCH, REFERENCE_PROMPT, REFERENCE_RESPONSE = 256, 512, 1024
 @pytest.fixture(scope="module")
 def verl_634(tmp_path_factory):
     """verl@634bd935's tree with its trainer configuration only (the check reads nothing else)."""
-    need_verl_tarball()
-    root = tmp_path_factory.mktemp("verl634")
-    with tarfile.open(VERL_TARBALL) as tar:
-        members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name]
-        tar.extractall(root, members, filter="data")
-    return str(next(root.iterdir()))
+    return verl_trainer_config(tmp_path_factory.mktemp("verl634"))
 
 
 def _reference_overrides():

@@ -10,12 +10,12 @@ import os
 import re
 import shlex
 import subprocess
-import tarfile
 
 import jinja2
 import pytest
 import yaml
-from grpo_testkit import ROOT, VERL_TARBALL as TARBALL, need_verl_tarball
+from grpo_testkit import ROOT
+from grpo_testkit.upstream import verl_trainer_config
 
 from ascend_grpo.train import overrides as ov
 
@@ -142,12 +142,7 @@ def test_the_npu_script_keeps_the_guides_settings():
 
 @pytest.fixture(scope="module")
 def verl_634_config(tmp_path_factory):
-    need_verl_tarball()
-    root = tmp_path_factory.mktemp("verl634")
-    with tarfile.open(TARBALL) as tar:
-        members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name]
-        tar.extractall(root, members, filter="data")
-    return str(next(root.iterdir()) / "verl" / "trainer" / "config")
+    return os.path.join(verl_trainer_config(tmp_path_factory.mktemp("verl634")), "verl", "trainer", "config")
 
 
 @pytest.mark.parametrize("profiles", [["npu-single"], ["npu-single", "cpu-overlay"]])

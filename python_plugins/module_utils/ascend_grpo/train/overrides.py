@@ -384,16 +384,17 @@ def compose(config_dir, overrides, config_name="ppo_trainer"):
     return (None if errors else cfg), errors
 
 
-def _default_at(defaults, key):
-    """The value at dotted ``key`` in the plain container ``defaults``, or _MISSING."""
-    node = defaults
+def value_at(tree, key, missing=_MISSING):
+    """The value at dotted ``key`` in the plain (nested dict/list) ``tree``, or ``missing`` when a part is not
+    there."""
+    node = tree
     for segment in key.split("."):
         if isinstance(node, dict) and segment in node:
             node = node[segment]
         elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
             node = node[int(segment)]
         else:
-            return _MISSING
+            return missing
     return node
 
 
@@ -438,7 +439,7 @@ def type_errors(base_cfg, overrides, groups=()):
         if (override.is_add() or override.is_delete() or override.is_sweep_override()
                 or override.package is not None or key in groups):
             continue
-        default = _default_at(defaults, key)
+        default = value_at(defaults, key)
         kind = _expected_type(default)
         if kind is None or (isinstance(default, str) and "${" in default):
             continue

@@ -63,15 +63,7 @@ def path(state_dir):
 
 def lookup(config, dotted):
     """The value at ``dotted`` in the plain (nested dict/list) ``config``; None when a part is missing."""
-    node = config
-    for part in dotted.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    return ov.value_at(config, dotted, missing=None)
 
 
 def build(config, argv, overrides, run_dir="", verl_dir="", config_name="ppo_trainer"):
