@@ -102,26 +102,9 @@ written_at:
   type: float
 """
 
-import glob
-import json
-import os
-import shutil
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.eval import checkpoint_pick
-
-
-def chat_template_of(folder):
-    """The chat template a tokenizer folder carries (chat_template.jinja wins, as in transformers)."""
-    path = os.path.join(folder, "chat_template.jinja")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    config = workspace.read_json(os.path.join(folder, "tokenizer_config.json")) or {}
-    return config.get("chat_template")
+from ansible.module_utils.ascend_grpo.eval import checkpoint_merge
 
 
 def main():
@@ -137,66 +120,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
     try:
-        plan = checkpoint_pick.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
-                                               p["inventory"])
-    except checkpoint_pick.EvalError as err:
-        module.fail_json(msg=str(err))
-    # the merger reads the config and tokenizer training saved beside the shards: refused before it runs
-    problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
-                                          "step %d's saved model config" % plan["step"], p["trust_remote_code"])
-    if problem:
-        module.fail_json(msg=problem)
-    backup, source_fingerprint = plan.pop("backup"), plan.pop("source_fingerprint")
-    result = dict(changed=False, **plan)
-    if plan["merge"] == "none":
-        module.exit_json(**result)
-    merge(module, p, result, backup, source_fingerprint)
-
-
-def merge(module, p, result, backup, source_fingerprint):
-    """Merge into ``<target>.partial``, check it, keep a folder in the way aside, put the merge in place."""
-    step, actor_dir, target = result["step"], result["actor_dir"], result["target"]
-    before = workspace.read_json(os.path.join(target, checkpoint_pick.MERGE_MANIFEST)) or {}
-    result["changed"] = True
-    result["diff"] = {"before": "merged from step %s\n" % before.get("step") if before else
-                      ("(a folder without a merge record)\n" if backup else "(absent)\n"),
-                      "after": "merged from step %d of %s\n" % (step, p["checkpoint_dir"]),
-                      "before_header": target, "after_header": target}
-    if module.check_mode:
-        module.exit_json(**result)
-
-    partial = target + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    # not from the workspace root: a verl/ source folder there would shadow the installed package
-    rc, out, err = module.run_command(
-        [p["python"], "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", actor_dir,
-         "--target_dir", partial] + (["--trust-remote-code"] if p["trust_remote_code"] else []),
-        cwd=os.path.dirname(target))
-    if rc != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg="verl's model merger failed on step %d (rc %d): %s" % (
-            step, rc, "\n".join((err or out).strip().splitlines()[-15:])), **result)
-    if not glob.glob(os.path.join(partial, "*.safetensors")) or not os.path.isfile(
-            os.path.join(partial, "config.json")):
-        shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg="verl's model merger wrote no safetensors or config.json for step %d" % step, **result)
-    trained_template = chat_template_of(os.path.join(actor_dir, "huggingface"))
-    if trained_template is not None and chat_template_of(partial) != trained_template:
-        shutil.rmtree(partial, ignore_errors=True)
-        module.fail_json(msg="the merged folder's chat template differs from the one training saved in %s" % (
-            os.path.join(actor_dir, "huggingface")), **result)
-    if backup:
-        result["backup"] = workspace.backup_path(target)
-        os.rename(target, result["backup"])
-    elif os.path.isdir(target):
-        os.rmdir(target)  # empty
-    os.rename(partial, target)
-    record = checkpoint_pick.merge_record(target, step, actor_dir, source_fingerprint, workspace.now_iso())
-    with open(os.path.join(target, checkpoint_pick.MERGE_MANIFEST), "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
+        result = checkpoint_merge.merge_checkpoint(module.params, module.check_mode, module.run_command)
+    except checkpoint_merge.EvalError as err:
+        module.fail_json(msg=str(err), **err.result)
     module.exit_json(**result)
 
 

@@ -89,12 +89,9 @@ written_at:
   type: float
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.eval import checkpoint_pick
+from ansible.module_utils.ascend_grpo.eval import checkpoint_merge
 
 
 def main():
@@ -109,19 +106,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
     try:
-        plan = checkpoint_pick.checkpoint_plan(p["checkpoint_dir"], p["step"], p["target_root"], p["launches"],
-                                               p["inventory"])
-    except checkpoint_pick.EvalError as err:
-        module.fail_json(msg=str(err))
-    problem = weights.remote_code_problem(os.path.join(plan["actor_dir"], "huggingface"),
-                                          "step %d's saved model config" % plan["step"], p["trust_remote_code"])
-    if problem:
-        module.fail_json(msg=problem)
-    for private in ("backup", "source_fingerprint"):
-        plan.pop(private)
-    module.exit_json(changed=False, **plan)
+        result = checkpoint_merge.checkpoint_info(module.params)
+    except checkpoint_merge.EvalError as err:
+        module.fail_json(msg=str(err), **err.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

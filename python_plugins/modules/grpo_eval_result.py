@@ -106,27 +106,11 @@ paths:
   sample: {md: /data/grpo/eval/reports/p-e-step_2.md, json: /data/grpo/eval/reports/p-e-step_2.json}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.common import rerun, workspace
-from ansible.module_utils.ascend_grpo.eval import checkpoint_pick, result_report
+from ansible.module_utils.ascend_grpo.eval import result_store
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
-
-
-def report(module, p):
-    """Write each report file that differs; in check mode say which would change."""
-    folder = p["report_dir"] or os.path.join(p["eval_dir"], "reports")
-    paths, changed = {}, False
-    for ext, text in sorted(p["reports"].items()):
-        path = paths[ext] = os.path.join(folder, "%s.%s" % (p["report_name"], ext))
-        did, _ = workspace.write_text(path, text if text.endswith("\n") else text + "\n",
-                                      check_mode=module.check_mode)
-        changed = changed or did
-    module.exit_json(changed=changed, paths=paths)
 
 
 def main():
@@ -150,50 +134,10 @@ def main():
                      ("state", "reported", ["report_name", "reports"])],
         supports_check_mode=True,
     )
-    p = module.params
-    if p["state"] == "reported":
-        report(module, p)
-    for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
-        if not os.path.isfile(path):
-            module.fail_json(msg="the %s model's %s %s is missing: run the assets stage (%s)%s." % (
-                p["name"], what, path, rerun.command("assets", p["inventory"]),
-                ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
-                if p["name"] == "base" and what == "model folder" else ""))
-    # the folder may have changed since the assets stage or the merge looked at it: looked at again, right before
-    # OpenCompass would load it
-    problem = weights.remote_code_problem(p["model_dir"], "the %s model" % p["name"], p["trust_remote_code"])
-    if problem:
-        module.fail_json(msg=problem)
-    data_sha = workspace.sha256_file(p["data_file"])
-    key = result_report.eval_key(checkpoint_pick.model_fingerprint(p["model_dir"]), data_sha, p["settings"])
-    label = "%s-%s" % (p["name"], key)
-    kept = os.path.join(p["eval_dir"], "results", label + ".json")
-    work_dir = os.path.join(p["eval_dir"], "opencompass", label)
-    result = dict(changed=False, key=key, kept=kept, work_dir=work_dir, found=False)
-    if p["state"] == "query":
-        record = workspace.read_json(kept)
-        if isinstance(record, dict) and "accuracy" in record:
-            result.update(found=True, result=record)
-        module.exit_json(**result)
-
     try:
-        read = result_report.read_result(work_dir, p["dataset"])
-    except checkpoint_pick.EvalError as err:
-        module.fail_json(msg=str(err), **result)
-    if read["problems"] == 0:
-        module.fail_json(msg="OpenCompass scored no problem in %s" % read["result_file"], **result)
-    if read["summary_accuracy"] is not None and abs(read["summary_accuracy"] - read["accuracy"]) > 0.006:
-        module.fail_json(msg="OpenCompass's summary says %.2f but its result file %s says %.4f" % (
-            read["summary_accuracy"], read["result_file"], read["accuracy"]), **result)
-    if abs(100.0 * read["correct"] / read["problems"] - read["accuracy"]) > 0.006:
-        module.fail_json(msg="%s: accuracy %.4f does not match its details (%d of %d correct)" % (
-            read["result_file"], read["accuracy"], read["correct"], read["problems"]), **result)
-    record = dict(read, name=p["name"], model=p["model"], model_dir=p["model_dir"], key=key,
-                  data_file=p["data_file"], data_sha256=data_sha, settings=p["settings"],
-                  evaluated_at=read["run"])
-    result.update(result=record, changed=True)
-    if not module.check_mode:
-        workspace.write_json(kept, record)
+        result = result_store.eval_result(module.params, module.check_mode)
+    except result_store.EvalError as err:
+        module.fail_json(msg=str(err), **err.result)
     module.exit_json(**result)
 
 

@@ -22,7 +22,11 @@ _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 
 
 class EvalError(Exception):
-    """A refusal whose message names the setting to change."""
+    """A refusal whose message names the setting to change; ``result``: what was found before it (may be empty)."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.result = dict(result or {})
 
 
 def _step_of(name):
