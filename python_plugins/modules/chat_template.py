@@ -87,39 +87,10 @@ sample:
   type: dict
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
 from ansible.module_utils.ascend_grpo.assets import template_install
-
-SOURCES = ("template", "sample_file", "sample_url")
-MAX_DOWNLOAD = 256 * 1024 * 1024
-
-
-def _downloader(module):
-    def download(url):
-        last = None
-        for attempt in range(3):
-            response, info = fetch_url(module, url, timeout=60)
-            if response is not None and info.get("status") == 200:
-                data = response.read(MAX_DOWNLOAD + 1)
-                if len(data) > MAX_DOWNLOAD:
-                    raise template_install.TemplateError("%s is larger than %d MB: not the sample's file"
-                                                         % (url, MAX_DOWNLOAD // 2 ** 20))
-                return data
-            last = "%s %s" % (info.get("status"), info.get("msg", ""))
-            if isinstance(info.get("status"), int) and 400 <= info["status"] < 500:
-                break  # not there: asking again will not help
-            if attempt < 2:
-                time.sleep(2 * (attempt + 1))
-        raise template_install.TemplateError(
-            "cannot download %s (%s): set assets_chat_template_sample_url to a mirror, or "
-            "assets_chat_template_sample_file to a copy on the host (the file, or a git archive tarball of the "
-            "sample's folder)"
-            % (url, last.strip()))
-    return download
 
 
 def main():
@@ -128,35 +99,16 @@ def main():
                            sample_file=dict(type="path"), sample_url=dict(type="str"),
                            sample_sha256=dict(type="str"), cache_dir=dict(type="path"),
                            state=dict(type="str", choices=["present", "proven"], default="present")),
-        mutually_exclusive=[SOURCES],
-        required_one_of=[SOURCES],
+        mutually_exclusive=[template_install.SOURCES],
+        required_one_of=[template_install.SOURCES],
         required_by={"sample_file": "sample_sha256", "sample_url": "sample_sha256"},
         supports_check_mode=True,
     )
-    params = module.params
     try:
-        sample = None
-        template = params["template"]
-        if template is None:
-            sample = template_install.load_sample(params["sample_sha256"], path=params["sample_file"],
-                                                  url=params["sample_url"], download=_downloader(module),
-                                                  cache_dir=params["cache_dir"], keep=not module.check_mode)
-            template = sample["template"]
-            other = template_install.other_keys_differing(params["model_dir"], sample["config"])
-        if params["state"] == "proven":
-            result = {"changed": False, "files": [], "backups": [], "diff": []}
-        else:
-            result = template_install.apply(params["model_dir"], template, check=module.check_mode)
-    except (template_install.TemplateError, OSError) as err:
-        # the assets stage's setting that gave the sample, so the message names what to change
-        setting = "" if sample is not None else (
-            "assets_chat_template_sample_file: " if params["sample_file"] else
-            "assets_chat_template_sample_url: " if params["sample_url"] else "")
-        module.fail_json(msg=setting + str(err))
-    result["template_sha256"] = template_install.sha256_text(template)
-    if sample is not None:
-        result["sample"] = {key: sample[key] for key in ("origin", "sha256", "member", "commit", "cached")}
-        result["sample"]["other_keys_kept"] = other
+        result = template_install.install(module.params, module.check_mode,
+                                          lambda url: fetch_url(module, url, timeout=60))
+    except template_install.TemplateError as err:
+        module.fail_json(msg=str(err))
     module.exit_json(**result)
 
 

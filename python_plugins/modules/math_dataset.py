@@ -96,20 +96,6 @@ reason:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import math_data
-from ansible.module_utils.ascend_grpo.common import secrets
-
-
-# The fix for each field a plan can fail on, naming the assets stage's setting.
-FIX = {
-    "repo": "set assets_data_repo to a dataset repository that exists.",
-    "revision": "set assets_data_revision to a branch, tag or commit of %(repo)s.",
-    "endpoint": "check the link or set assets_hub_endpoint, or fetch the parquet files elsewhere and use "
-                "assets_data_source=local.",
-    "local_dir": "set assets_data_local_dir to a folder holding train*.parquet and test*.parquet with the columns "
-                 "problem, level, type and solution.",
-    "dest": "set assets_data_dir to a folder path.",
-    "source": "set assets_data_source to hf or local.",
-}
 
 
 def main():
@@ -129,24 +115,13 @@ def main():
         required_if=[("source", "local", ["local_dir"])],
         supports_check_mode=True,
     )
-    spec = dict(module.params)
     # an endpoint's password: out of everything returned, the echo of the arguments included
-    module.no_log_values.update(secrets.credentials_in(spec.get("endpoint")))
-    if spec["source"] == "local":
-        spec.update(repo=None, revision=None)
-    else:
-        spec["local_dir"] = None
+    module.no_log_values.update(math_data.hidden_values(module.params))
     try:
-        step = math_data.plan(spec)
-        if step["action"] == "none":
-            module.exit_json(changed=False, build="none", reason=step["reason"], rows=step["rows"])
-        if module.check_mode:
-            module.exit_json(changed=True, build="build", reason=step["reason"], rows={})
-        result = math_data.build(spec, step)
+        result = math_data.module_build(module.params, module.check_mode)
     except math_data.DataError as err:
-        module.fail_json(msg=secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
-            err.field, FIX["source"]) % {"repo": spec.get("repo")})), field=err.field)
-    module.exit_json(changed=True, build="build", reason=step["reason"], **result)
+        module.fail_json(msg=str(err), field=err.field)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

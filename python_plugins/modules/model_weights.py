@@ -102,22 +102,6 @@ field:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.common import secrets
-
-
-# The fix for each field a plan can fail on, naming the assets stage's setting.
-FIX = {
-    "repo": "set assets_model_repo to a model repository that exists (or assets_hub_token for a private one).",
-    "revision": "set assets_model_revision to a branch, tag or commit of %(repo)s.",
-    "token": "set assets_hub_token (accept the model's terms on the hub first).",
-    "endpoint": "check the link, set assets_hub_endpoint to a reachable mirror, or fetch the model elsewhere and "
-                "use assets_model_source=local.",
-    "local_dir": "set assets_model_local_dir to a folder with config.json, *.safetensors and the tokenizer files.",
-    "dest": "set assets_model_dir to a folder path.",
-    "allow": 'include "*.safetensors" in assets_model_allow_patterns.',
-    "source": "set assets_model_source to hf, modelscope or local.",
-    "trust_remote_code": "use a model folder without code, or set grpo_trust_remote_code: true if you trust it.",
-}
 
 
 def main():
@@ -138,21 +122,13 @@ def main():
                      ("source", "local", ["local_dir"])],
         supports_check_mode=True,
     )
-    spec = dict(module.params)
-    # an endpoint's password: out of everything returned (the assets stage writes the plan's endpoint from the
-    # setting itself), the echo of the arguments included
-    module.no_log_values.update(secrets.credentials_in(spec.get("endpoint")))
-    if spec["source"] == "local":
-        spec.update(repo=None, revision=None)
-    else:
-        spec["local_dir"] = None
+    # an endpoint's password: out of everything returned, the echo of the arguments included
+    module.no_log_values.update(weights.hidden_values(module.params))
     try:
-        step = weights.plan(spec)
+        result = weights.module_plan(module.params)
     except weights.WeightsError as err:
-        module.fail_json(msg=secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
-            err.field, FIX["source"]) % {"repo": spec.get("repo")})), field=err.field)
-    step.pop("token", None)
-    module.exit_json(changed=False, **secrets.mask_all(step))
+        module.fail_json(msg=str(err), field=err.field)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

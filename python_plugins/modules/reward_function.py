@@ -92,8 +92,6 @@ scores:
   sample: {right: 1.0, wrong: 0.0}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import reward_deploy
@@ -113,33 +111,12 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    files = [(p["dest"], p["content"])]
-    if p["engine_content"] is not None:
-        files.append((reward_deploy.engine_path(p["dest"]), p["engine_content"]))
-    before = {path: _read(path) for path, _ in files} if module._diff else {}  # pylint: disable=protected-access
     try:
-        if p["state"] == "planned":
-            module.exit_json(changed=False, backup=None, engine_backup=None,
-                             deploy=reward_deploy.plan(p["content"], p["dest"], p["name"], p["workspace"],
-                                                       p["engine_content"]))
-        result = reward_deploy.deploy(p["content"], p["dest"], p["name"], p["python"], p["workspace"],
-                                      p["state_dir"], check_mode=module.check_mode, engine=p["engine_content"])
+        result = reward_deploy.module_deploy(module.params, module.check_mode,
+                                             diff=module._diff)  # pylint: disable=protected-access
     except reward_deploy.RewardError as err:
         module.fail_json(msg=str(err))
-    changed = result["deploy"] != "none"
-    if changed and module._diff:  # pylint: disable=protected-access
-        result["diff"] = [{"before_header": path, "after_header": path, "before": before[path], "after": text}
-                          for path, text in files if before[path] != text]
-    module.exit_json(changed=changed, **result)
-
-
-def _read(path):
-    """The file's text, or "" when there is none."""
-    if not os.path.isfile(path):
-        return ""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

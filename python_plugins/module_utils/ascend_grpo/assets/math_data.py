@@ -18,7 +18,7 @@ import glob
 import json
 import os
 
-from ..common import workspace
+from ..common import secrets, workspace
 from ..common.workspace import sha256_file
 
 REQUIRED = ("problem", "level", "type", "solution")
@@ -34,6 +34,46 @@ class DataError(Exception):
     def __init__(self, field, message):
         super().__init__(message)
         self.field = field
+
+
+# The fix for each field a plan can fail on, naming the assets stage's setting (the math_dataset module's message).
+FIX = {
+    "repo": "set assets_data_repo to a dataset repository that exists.",
+    "revision": "set assets_data_revision to a branch, tag or commit of %(repo)s.",
+    "endpoint": "check the link or set assets_hub_endpoint, or fetch the parquet files elsewhere and use "
+                "assets_data_source=local.",
+    "local_dir": "set assets_data_local_dir to a folder holding train*.parquet and test*.parquet with the columns "
+                 "problem, level, type and solution.",
+    "dest": "set assets_data_dir to a folder path.",
+    "source": "set assets_data_source to hf or local.",
+}
+
+
+def hidden_values(params):
+    """What the math_dataset module keeps out of everything it returns: an endpoint's password."""
+    return secrets.credentials_in(params.get("endpoint"))
+
+
+def module_build(params, check_mode):
+    """What the math_dataset module returns for its arguments: :func:`plan` of the one source asked for, then
+    :func:`build` unless the outputs are current or in check mode. A refusal is a :class:`DataError` whose message
+    ends with the fix."""
+    spec = dict(params)
+    if spec["source"] == "local":
+        spec.update(repo=None, revision=None)
+    else:
+        spec["local_dir"] = None
+    try:
+        step = plan(spec)
+        if step["action"] == "none":
+            return dict(changed=False, build="none", reason=step["reason"], rows=step["rows"])
+        if check_mode:
+            return dict(changed=True, build="build", reason=step["reason"], rows={})
+        result = build(spec, step)
+    except DataError as err:
+        raise DataError(err.field, secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
+            err.field, FIX["source"]) % {"repo": spec.get("repo")}))) from err
+    return dict(changed=True, build="build", reason=step["reason"], **result)
 
 
 def last_boxed(text):

@@ -164,3 +164,30 @@ def deploy(text, dest, name, python, workspace_dir, state_dir, check_mode=False,
     if result["scored"]:
         workspace.write_json(stamp_path, dict(stamp, scores=result["scores"], checked_at=workspace.now_iso()))
     return result
+
+
+def _read(path):
+    """The file's text, or "" when there is none."""
+    if not os.path.isfile(path):
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def module_deploy(p, check_mode, diff=False):
+    """What the reward_function module returns for its arguments: the plan (``state: planned``) or the deploy, with
+    each file that changes as a diff when ``diff``."""
+    files = [(p["dest"], p["content"])]
+    if p["engine_content"] is not None:
+        files.append((engine_path(p["dest"]), p["engine_content"]))
+    before = {path: _read(path) for path, _ in files} if diff else {}
+    if p["state"] == "planned":
+        return dict(changed=False, backup=None, engine_backup=None,
+                    deploy=plan(p["content"], p["dest"], p["name"], p["workspace"], p["engine_content"]))
+    result = deploy(p["content"], p["dest"], p["name"], p["python"], p["workspace"], p["state_dir"],
+                    check_mode=check_mode, engine=p["engine_content"])
+    changed = result["deploy"] != "none"
+    if changed and diff:
+        result["diff"] = [{"before_header": path, "after_header": path, "before": before[path], "after": text}
+                          for path, text in files if before[path] != text]
+    return dict(result, changed=changed)

@@ -19,9 +19,13 @@ import json
 import os
 import re
 import tarfile
+import time
 
 CONFIG = "tokenizer_config.json"
 JINJA = "chat_template.jinja"
+SOURCES = ("template", "sample_file", "sample_url")
+# A download larger than this is not the sample's file.
+MAX_DOWNLOAD = 256 * 1024 * 1024
 # A tokenizer_config.json is a few kB (the sample's: 8 kB); anything far larger is not one.
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -233,3 +237,59 @@ def apply(model_dir, template, check=False):
             _write(path, new_text)
     return {"changed": bool(changes), "files": [c[0] for c in changes], "backups": backups, "diff": diff}
 
+
+
+def downloader(fetch, sleep=time.sleep):
+    """``download(url)`` -> the bytes at ``url``, asked up to three times (not again after a 4xx answer) and refused
+    above :data:`MAX_DOWNLOAD`. ``fetch(url)`` -> ``(response, info)`` as Ansible's ``fetch_url`` returns them."""
+    def download(url):
+        last = None
+        for attempt in range(3):
+            response, info = fetch(url)
+            if response is not None and info.get("status") == 200:
+                data = response.read(MAX_DOWNLOAD + 1)
+                if len(data) > MAX_DOWNLOAD:
+                    raise TemplateError("%s is larger than %d MB: not the sample's file"
+                                        % (url, MAX_DOWNLOAD // 2 ** 20))
+                return data
+            last = "%s %s" % (info.get("status"), info.get("msg", ""))
+            if isinstance(info.get("status"), int) and 400 <= info["status"] < 500:
+                break  # not there: asking again will not help
+            if attempt < 2:
+                sleep(2 * (attempt + 1))
+        raise TemplateError(
+            "cannot download %s (%s): set assets_chat_template_sample_url to a mirror, or "
+            "assets_chat_template_sample_file to a copy on the host (the file, or a git archive tarball of the "
+            "sample's folder)"
+            % (url, last.strip()))
+    return download
+
+
+def install(params, check_mode, fetch):
+    """What the chat_template module returns for its arguments: the template (given, or the proven sample's)
+    installed into ``model_dir`` (``state: present``) or only proven (``proven``). ``fetch``: see
+    :func:`downloader`. A refusal is a :class:`TemplateError` whose message starts with the setting that gave the
+    sample when the sample could not be loaded."""
+    sample = None
+    try:
+        template = params["template"]
+        if template is None:
+            sample = load_sample(params["sample_sha256"], path=params["sample_file"], url=params["sample_url"],
+                                 download=downloader(fetch), cache_dir=params["cache_dir"], keep=not check_mode)
+            template = sample["template"]
+            other = other_keys_differing(params["model_dir"], sample["config"])
+        if params["state"] == "proven":
+            result = {"changed": False, "files": [], "backups": [], "diff": []}
+        else:
+            result = apply(params["model_dir"], template, check=check_mode)
+    except (TemplateError, OSError) as err:
+        # the assets stage's setting that gave the sample, so the message names what to change
+        setting = "" if sample is not None else (
+            "assets_chat_template_sample_file: " if params["sample_file"] else
+            "assets_chat_template_sample_url: " if params["sample_url"] else "")
+        raise TemplateError(setting + str(err)) from err
+    result["template_sha256"] = sha256_text(template)
+    if sample is not None:
+        result["sample"] = {key: sample[key] for key in ("origin", "sha256", "member", "commit", "cached")}
+        result["sample"]["other_keys_kept"] = other
+    return result

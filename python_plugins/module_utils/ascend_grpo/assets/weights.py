@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from ..common import workspace
+from ..common import secrets, workspace
 
 MANIFEST = ".grpo-weights.json"
 EDITED = ("tokenizer_config.json", "chat_template.jinja")
@@ -44,6 +44,44 @@ class WeightsError(Exception):
     def __init__(self, field, message):
         super().__init__(message)
         self.field = field
+
+
+# The fix for each field a plan can fail on, naming the assets stage's setting (the model_weights module's message).
+FIX = {
+    "repo": "set assets_model_repo to a model repository that exists (or assets_hub_token for a private one).",
+    "revision": "set assets_model_revision to a branch, tag or commit of %(repo)s.",
+    "token": "set assets_hub_token (accept the model's terms on the hub first).",
+    "endpoint": "check the link, set assets_hub_endpoint to a reachable mirror, or fetch the model elsewhere and "
+                "use assets_model_source=local.",
+    "local_dir": "set assets_model_local_dir to a folder with config.json, *.safetensors and the tokenizer files.",
+    "dest": "set assets_model_dir to a folder path.",
+    "allow": 'include "*.safetensors" in assets_model_allow_patterns.',
+    "source": "set assets_model_source to hf, modelscope or local.",
+    "trust_remote_code": "use a model folder without code, or set grpo_trust_remote_code: true if you trust it.",
+}
+
+
+def hidden_values(params):
+    """What the model_weights module keeps out of everything it returns: an endpoint's password (the assets stage
+    writes the plan's endpoint from the setting itself)."""
+    return secrets.credentials_in(params.get("endpoint"))
+
+
+def module_plan(params):
+    """What the model_weights module returns for its arguments: :func:`plan` of the one source asked for, the token
+    and any endpoint password out. A refusal is a :class:`WeightsError` whose message ends with the fix."""
+    spec = dict(params)
+    if spec["source"] == "local":
+        spec.update(repo=None, revision=None)
+    else:
+        spec["local_dir"] = None
+    try:
+        step = plan(spec)
+    except WeightsError as err:
+        raise WeightsError(err.field, secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
+            err.field, FIX["source"]) % {"repo": spec.get("repo")}))) from err
+    step.pop("token", None)
+    return dict(changed=False, **secrets.mask_all(step))
 
 
 def _read_manifest(dest):
