@@ -52,3 +52,12 @@ def test_a_changed_file_shows_its_old_and_new_text(tmp_path):
     # the SHA-1 of the text, as Ansible's own checksum of a file's content is
     assert found["files"][0]["checksum"] == "389cc6b7ae5a659383eab5dfc253764eccf84732"
     assert path.read_text() == "new\n"
+
+
+def test_a_folder_outside_the_root_is_refused_with_a_message_not_a_crash(tmp_path):
+    """workspace.open_folder raises ValueError (no strerror) for a path outside root."""
+    outside = str(tmp_path / "elsewhere")
+    with pytest.raises(file_writes.WriteFailed) as err:
+        file_writes.write_all(args(dirs=[outside], root=str(tmp_path / "ws")), False, False)
+    assert err.value.msg == "%s cannot be made: %s is not inside %s" % (outside, outside, tmp_path / "ws")
+    assert err.value.result == {"files": []} and not os.path.exists(outside)

@@ -33,7 +33,7 @@ def write_all(p, check_mode, want_diff):
             try:
                 made = workspace.make_folders(p["root"], folder, check_mode=check_mode)
             except (OSError, ValueError) as err:
-                raise WriteFailed("%s cannot be made: %s" % (folder, err.strerror or err),
+                raise WriteFailed("%s cannot be made: %s" % (folder, getattr(err, "strerror", None) or err),
                                   {"files": out})
             if made:
                 changed = True
@@ -59,7 +59,7 @@ def write_all(p, check_mode, want_diff):
             did, kept = workspace.write_text(path, text, mode, bool(spec.get("backup")), check_mode,
                                              root=p["root"])
         except (OSError, ValueError) as err:
-            raise WriteFailed("%s cannot be written: %s" % (path, err.strerror or err),
+            raise WriteFailed("%s cannot be written: %s" % (path, getattr(err, "strerror", None) or err),
                               {"files": out})
         changed = changed or did
         if did and want_diff:
