@@ -1,7 +1,8 @@
 """Folders, text files and stage records written under the workspace: the ``grpo_files`` module's work as plain
-Python, with check mode and a diff of each change (folders made below ``root`` through
-:func:`workspace.make_folders`, files through :func:`workspace.write_text`, records through
-:func:`workspace.write_record`).
+Python.
+
+Check mode and a diff of each change; folders below ``root`` are made through :func:`workspace.make_folders`,
+files written through :func:`workspace.write_text`, records through :func:`workspace.write_record`.
 """
 
 import hashlib
