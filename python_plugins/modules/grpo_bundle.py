@@ -89,42 +89,9 @@ redacted:
   type: int
 """
 
-import glob
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.bundle import support_bundle
-
-
-def _read(path, limit=1 << 20):
-    if not os.path.isfile(path):
-        return None
-    with open(path, "rb") as handle:
-        return handle.read(limit).decode("utf-8", errors="replace")
-
-
-def collect(module, p):
-    """{name in the archive: text} of everything the bundle holds."""
-    members = dict(p["texts"])
-    rc, out, err = module.run_command([p["python"], "-m", "pip", "freeze", "--all"])
-    members["pip-freeze.txt"] = out if rc == 0 else "pip freeze failed (%d): %s" % (rc, err)
-    for name in ("run_grpo.sh", ".launch.json"):
-        text = _read(os.path.join(p["run_dir"], name))
-        if text is not None:
-            members["run/" + name.lstrip(".")] = text
-    log = os.path.join(p["run_dir"], "logs", "latest.log")
-    if os.path.isfile(log):
-        with open(log, "rb") as handle:
-            head = handle.read(1 << 20).decode("utf-8", errors="replace").split("\n")[:300]
-        members["run/latest.log.head"] = "\n".join(head)
-        members["run/latest.log.tail"] = support_bundle.tail(log, p["log_lines"])
-    state = os.path.join(p["workspace"], ".grpo")
-    for path in sorted(glob.glob(os.path.join(state, "*.json")) + glob.glob(os.path.join(state, "jobs", "*.json"))):
-        members["records/" + os.path.relpath(path, state)] = _read(path)
-    for path in support_bundle.newest(p["plog_dir"], r"\.log$", 3):
-        members["plog/" + os.path.basename(path) + ".tail"] = support_bundle.tail(path, p["log_lines"])
-    return members
 
 
 def main():
@@ -137,17 +104,7 @@ def main():
                            secret_files=dict(type="list", elements="path", default=[])),
         supports_check_mode=True,
     )
-    p = module.params
-    secrets = list(p["secrets"])
-    for path in p["secret_files"]:
-        text = _read(path, 65536)
-        if text and text.strip():
-            secrets.append(text.strip())
-    members = collect(module, p)
-    if module.check_mode:
-        module.exit_json(changed=True, path=p["dest"], members=sorted(members), redacted=0)
-    done = support_bundle.write(p["dest"], members, support_bundle.secrets_of(secrets))
-    module.exit_json(changed=True, path=p["dest"], **done)
+    module.exit_json(**support_bundle.make(module.params, module.check_mode, module.run_command))
 
 
 if __name__ == "__main__":

@@ -63,13 +63,9 @@ files:
   sample: [{path: /data/grpo/runs/p/e/run_grpo.sh, changed: false, checksum: 2c26b46b..., backup: null}]
 """
 
-import hashlib
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.common import file_writes
 
 
 def main():
@@ -80,60 +76,12 @@ def main():
         required_by={"records": ["state_dir"]},
         supports_check_mode=True,
     )
-    p = module.params
-    changed, out, diffs = False, [], []
-    for folder in p["dirs"]:
-        if p["root"]:
-            try:
-                made = workspace.make_folders(p["root"], folder, check_mode=module.check_mode)
-            except (OSError, ValueError) as err:
-                module.fail_json(msg="%s cannot be made: %s" % (folder, err.strerror or err), files=out)
-            if made:
-                changed = True
-                diffs.append({"before_header": folder, "after_header": folder, "before": "",
-                              "after": "(folder)\n"})
-        elif not os.path.isdir(folder):
-            changed = True
-            diffs.append({"before_header": folder, "after_header": folder, "before": "", "after": "(folder)\n"})
-            if not module.check_mode:
-                os.makedirs(folder, mode=0o755, exist_ok=True)
-    for spec in p["files"]:
-        if not isinstance(spec.get("path"), str) or not isinstance(spec.get("content"), str):
-            module.fail_json(msg="each of files needs a path and a content (text): %r" % sorted(spec))
-        path, text = os.path.expanduser(spec["path"]), spec["content"]
-        try:
-            mode = int(str(spec.get("mode") or "0644"), 8)
-        except ValueError:
-            module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (path, spec.get("mode")))
-        before = None
-        if module._diff and os.path.isfile(path) and not os.path.islink(path):  # pylint: disable=protected-access
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                before = handle.read()
-        try:
-            did, kept = workspace.write_text(path, text, mode, bool(spec.get("backup")), module.check_mode,
-                                             root=p["root"])
-        except (OSError, ValueError) as err:
-            module.fail_json(msg="%s cannot be written: %s" % (path, err.strerror or err), files=out)
-        changed = changed or did
-        if did and module._diff:  # pylint: disable=protected-access
-            diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": text})
-        out.append({"path": path, "changed": did, "backup": kept,
-                    "checksum": hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()})
-    for stage, record in sorted((p["records"] or {}).items()):
-        if stage not in workspace.STAGES or not isinstance(record, dict):
-            module.fail_json(msg="records: %r is not a stage's record (stages: %s; a record is a mapping)" % (
-                stage, ", ".join(workspace.STAGES)))
-        record = json.loads(json.dumps(record))
-        try:
-            wrote = workspace.write_record(p["state_dir"], stage, record, module.check_mode)
-        except OSError as err:
-            module.fail_json(msg=str(err), files=out)
-        if wrote:
-            changed = True
-            diffs.append({"before_header": workspace.record_path(p["state_dir"], stage),
-                          "after_header": workspace.record_path(p["state_dir"], stage), "before": "",
-                          "after": json.dumps(record, indent=2, sort_keys=True) + "\n"})
-    module.exit_json(changed=changed, files=out, diff=diffs)
+    try:
+        result = file_writes.write_all(module.params, module.check_mode,
+                                       module._diff)  # pylint: disable=protected-access
+    except file_writes.WriteFailed as err:
+        module.fail_json(msg=err.msg, **err.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -80,12 +80,9 @@ path:
   sample: /data/grpo/.grpo/train.json
 """
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import workspace
+from ansible.module_utils.ascend_grpo.common import record_handover, workspace
 
 
 def main():
@@ -101,34 +98,11 @@ def main():
         required_together=[("stage", "record")],
         supports_check_mode=True,
     )
-    p = module.params
-    result = dict(changed=False, records={}, missing=[])
-    missing = []
-    for stage in p["read"]:
-        try:
-            result["records"][stage] = workspace.read_record(p["state_dir"], stage, p["inventory"])
-        except workspace.MissingRecord as err:
-            (result["missing"] if stage in p["optional"] else missing).append(str(err))
-    if missing:
-        module.fail_json(msg=" ".join(missing), **result)
-    if p["stage"]:
-        path = workspace.record_path(p["state_dir"], p["stage"])
-        try:  # before the record is read for the diff: a linked one is not read either
-            workspace.refuse_links(os.path.dirname(os.path.abspath(p["state_dir"])), path)
-        except workspace.LinkedPath as err:
-            module.fail_json(msg=str(err), **result)
-        before = workspace.read_json(path)
-        # what a reader would get back: JSON's view of the values (tuples as lists, keys as strings)
-        record = json.loads(json.dumps(p["record"]))
-        result["path"] = path
-        try:
-            result["changed"] = workspace.write_record(p["state_dir"], p["stage"], record, module.check_mode)
-        except workspace.LinkedPath as err:  # a linked state folder or record: refused, nothing written
-            module.fail_json(msg=str(err), **result)
-        if result["changed"] and module._diff:  # pylint: disable=protected-access
-            result["diff"] = {"before_header": path, "after_header": path,
-                              "before": json.dumps(before, indent=2, sort_keys=True) + "\n" if before else "",
-                              "after": json.dumps(record, indent=2, sort_keys=True) + "\n"}
+    try:
+        result = record_handover.handover(module.params, module.check_mode,
+                                          module._diff)  # pylint: disable=protected-access
+    except record_handover.HandoverFailed as err:
+        module.fail_json(msg=err.msg, **err.result)
     module.exit_json(**result)
 
 

@@ -152,29 +152,11 @@ def main():
         required_if=[("state", "started", ["command"])],
         supports_check_mode=True,
     )
-    p = module.params
-    changed = False
     try:
-        if p["state"] == "started":
-            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
-            if module.check_mode or current["running"]:
-                changed = not current["running"]
-            else:
-                changed, current = jobs.start(p["state_dir"], p["name"], p["command"], chdir=p["chdir"],
-                                              env=dict(p["env"], **p["secret_env"]), log=p["log"])
-        elif p["state"] == "stopped":
-            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
-            if module.check_mode or not current["running"]:
-                changed = current["running"]
-            else:
-                changed, current = jobs.stop(p["state_dir"], p["name"], grace=p["grace"])
-        else:
-            if p["wait"] > 0:
-                jobs.wait(p["state_dir"], p["name"], p["wait"])
-            current = jobs.status(p["state_dir"], p["name"], p["tail_lines"])
-    except (jobs.JobError, OSError) as err:
-        module.fail_json(msg="job %s: %s" % (p["name"], err))
-    module.exit_json(changed=changed, **current)
+        result = jobs.converge(module.params, module.check_mode)
+    except jobs.JobFailure as err:
+        module.fail_json(msg=err.msg)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

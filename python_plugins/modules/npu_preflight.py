@@ -139,34 +139,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    if not p["cards"]:
-        msg = "no card requested: set npu_container_visible_devices, e.g. [0]"
-        if p["fail_on_problems"]:
-            module.fail_json(msg=msg, problems=[])
-        module.exit_json(changed=False, problems=[msg], cards=[], docker_devices=[])
-
-    problems = host_checks.check_device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
-    problems += host_checks.check_dirs([
-        (p["driver_dir"], "npu_container_driver_dir", "the driver folder"),
-        (p["addons_dir"], "npu_container_addons_dir", "the add-ons folder"),
-    ])
-    npu_smi_cmd = p["npu_smi"]
-    if "/" not in npu_smi_cmd:
-        npu_smi_cmd = module.get_bin_path(npu_smi_cmd, opt_dirs=["/usr/local/sbin", "/usr/local/bin"]) or npu_smi_cmd
-    parsed, smi_problems = host_checks.run_npu_smi(npu_smi_cmd, p["cards"])
-    problems += smi_problems
-    free, disk_problems = host_checks.check_disk(p["workspace"], p["min_free_gib"], p["min_free_why"])
-    problems += disk_problems
-    if not disk_problems:  # a workspace short of room already says so; the image's room only counts beside it
-        problems += host_checks.check_image_room(p["docker_root"], p["image_gib"], p["workspace"], p["min_free_gib"])
-
-    nodes = host_checks.device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
-    result = dict(changed=False, npu_smi=parsed, npu_smi_path=npu_smi_cmd,
-                  docker_devices=["%s:/dev/%s" % (node, node.rsplit("/", 1)[-1]) for node in nodes], cards=host_checks.card_summary(parsed, p["cards"]),
-                  disk_free_gib=free, problems=problems)
-    if problems and p["fail_on_problems"]:
-        module.fail_json(msg="NPU host not ready:\n- " + "\n- ".join(problems), **result)
+    try:
+        result = host_checks.preflight(module.params, module.get_bin_path)
+    except host_checks.HostNotReady as err:
+        module.fail_json(msg=err.msg, **err.result)
     module.exit_json(**result)
 
 

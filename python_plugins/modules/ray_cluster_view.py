@@ -80,36 +80,9 @@ error:
   type: str
 """
 
-import json
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import ray_nodes
-
-_DRIVER = r"""
-import json, sys
-import ray
-ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
-print("@@nodes " + json.dumps(ray.nodes()))
-"""
-
-
-TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
-
-
-def ask(module, python, address, env, timeout):
-    """(nodes, error): one driver's view of the cluster, through run_command under timeout(1)."""
-    rc, out, err = module.run_command(["timeout", str(timeout), python, "-c", _DRIVER, address], environ_update=env)
-    if rc == TIMED_OUT:
-        return [], "no answer from %s within %ds" % (address, timeout)
-    if rc == 127:  # timeout's own status for a command it cannot find or run
-        return [], "%s cannot run: %s" % (python, (err or out or "").strip())
-    for line in (out or "").splitlines():
-        if line.startswith("@@nodes "):
-            return json.loads(line[len("@@nodes "):]), None
-    tail = [line for line in ((out or "") + (err or "")).splitlines() if line.strip()][-4:]
-    return [], "asking %s failed: %s" % (address, " | ".join(tail) or "rc %s" % rc)
+from ansible.module_utils.ascend_grpo.cluster import cluster_view
 
 
 def main():
@@ -124,18 +97,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    env = {k: str(v) for k, v in p["env"].items()}
-    deadline = time.time() + p["wait"]
-    while True:
-        nodes, error = ask(module, p["python"], p["address"], env, p["timeout"])
-        view = ray_nodes.compare_nodes(p["expected"], nodes)
-        if (not view["missing"] and not error) or time.time() >= deadline:
-            break
-        time.sleep(5)
-    module.exit_json(changed=False, error=error, nodes=[
-        {"ip": n.get("NodeManagerAddress"), "alive": bool(n.get("Alive")), "resources": n.get("Resources") or {}}
-        for n in nodes], **view)
+    module.exit_json(**cluster_view.view(module.params, module.run_command))
 
 
 if __name__ == "__main__":

@@ -112,37 +112,9 @@ running:
   type: bool
 """
 
-import platform
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.cluster import ray_nodes, firewall
-
-
-def route(module, p):
-    """(ip, interface) toward the head, or of the interface asked for; a failure names the settings."""
-    try:
-        if p["interface"]:
-            return ray_nodes.address_of(p["interface"]), p["interface"]
-        if p["head_address"]:
-            return ray_nodes.route_to(p["head_address"], p["port"])
-    except ray_nodes.ClusterError as err:
-        module.fail_json(msg="%s: %s. Set ray_cluster_interface to the NIC that reaches the other hosts, or "
-                             "ray_cluster_head_address to an address of the head they reach" % (
-                                 "interface" if p["interface"] else "the route to the head", err))
-    return None, None
-
-
-def listening_after(ports, role, wait):
-    """What listens, once none of the plan's ports is taken or ``wait`` seconds have passed: (listening, clashes)."""
-    deadline = time.time() + max(wait, 0)
-    while True:
-        listening = firewall.listening_here()
-        taken = firewall.clashes(ports, {int(k): v for k, v in listening.items()}, role) if ports else []
-        if not taken or time.time() >= deadline:
-            return listening, ["%s, %d, %s" % (s, port, " ".join(a)) for s, port, a in taken]
-        time.sleep(2)
+from ansible.module_utils.ascend_grpo.cluster import node_probe, ray_nodes
 
 
 def main():
@@ -158,21 +130,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    ip, ifname = route(module, p)
-    listening, clashes = listening_after(p["ports"], p["role"], p["wait_free"])
-    packages = ray_nodes.installed_packages()
-    result = dict(changed=False, ip=ip, interface=ifname, interfaces=ray_nodes.interfaces(),
-                  ray_version=packages.get("ray"), python_version=platform.python_version(), packages=packages,
-                  running=bool(ray_nodes.ray_processes()["raylet"]), listening=listening,
-                  ray_options=ray_nodes.ray_start_options())
-    if p["ports"]:
-        result["clashes"] = clashes
-    if p["check_port"] and p["head_address"]:
-        result["reach"] = ray_nodes.tcp_reachable(p["head_address"], p["port"])
-        if result["reach"]:
-            result.pop("packages")
-            module.fail_json(msg=ray_nodes.join_failure("", p["head_address"], p["port"], result["reach"]), **result)
+    try:
+        result = node_probe.probe(module.params)
+    except node_probe.ProbeError as err:
+        module.fail_json(msg=err.msg, **err.result)
     module.exit_json(**result)
 
 

@@ -109,14 +109,9 @@ blocking:
   elements: dict
 """
 
-import os
-import site
-import sys
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.patch import import_check
+from ansible.module_utils.ascend_grpo.patch import import_check, import_verdict
 
 
 def main():
@@ -133,34 +128,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
     try:
-        p["root"] = workspace.verl_dir(p["state_dir"], p["root"], p["inventory"])
-    except workspace.MissingRecord as err:
-        module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err)
-    paths = p["paths"] or [x for x in site.getsitepackages() + sys.path if x.endswith(("site-packages",
-                                                                                       "dist-packages"))]
-    settings = {k: p[k] for k in ("root", "entries", "watched", "optional", "enable_optional")}
-    settings.update(paths=paths, python=sys.version)
-    stamp = import_check.fingerprint(p["root"], paths, settings)
-    cache = os.path.join(p["state_dir"], "compat-check.json") if p["state_dir"] else None
-    kept = workspace.read_json(cache) if cache else None
-    if isinstance(kept, dict) and kept.get("fingerprint") == stamp and isinstance(kept.get("result"), dict):
-        # nothing the answer depends on changed since the last check: its answer stands
-        result = dict(kept["result"], cached=True)
-    else:
-        unresolved = import_check.check(p["root"], paths, p["entries"], tuple(p["watched"]), tuple(p["optional"]))
-        # the scans are cached by check
-        reached = sorted(import_check.reachable(import_check.module_files(p["root"]), p["entries"]))
-        result = dict(changed=False, unresolved=unresolved,
-                      blocking=import_check.blocking(unresolved, p["enable_optional"]),
-                      lines=[import_check.describe(u) for u in unresolved], paths=paths, reached=reached, cached=False)
-        if cache and not module.check_mode:
-            workspace.write_json(cache, {"fingerprint": stamp, "result": result})
-    blocking = result["blocking"]
-    if blocking:
-        module.fail_json(msg="verl imports what the installed stack does not have, on the path training takes:\n"
-                         + "\n".join(import_check.describe(b) for b in blocking), **result)
+        result = import_verdict.verdict(module.params, module.check_mode)
+    except import_verdict.ImportsBlocked as err:
+        module.fail_json(msg=err.msg, **err.result)
     module.exit_json(**result)
 
 

@@ -89,13 +89,9 @@ lines:
   sample: ["vllm0.13.0 | verl/workers/fsdp_workers.py: applied", "cpu-overlay | verl/workers/fsdp_workers.py: original"]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import rerun
-from ansible.module_utils.ascend_grpo.common import workspace
-from ansible.module_utils.ascend_grpo.patch import ast_patch
+from ansible.module_utils.ascend_grpo.patch import profile_apply
 
 
 def main():
@@ -108,30 +104,10 @@ def main():
         supports_check_mode=True,
     )
     try:
-        root = workspace.verl_dir(module.params["state_dir"], module.params["root"], module.params["inventory"])
-    except workspace.MissingRecord as err:
-        module.fail_json(msg="%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err,
-                         problems=[str(err)])
-    if not os.path.isfile(os.path.join(root, "verl", "__init__.py")):
-        module.fail_json(msg="%s holds no verl source (no verl/__init__.py): run the deps stage first (%s), "
-                             "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/."
-                             % (root, rerun.command("deps", module.params["inventory"])),
-                         problems=["no verl tree at %s" % root])
-    try:
-        results = ast_patch.apply_profile(root, module.params["operations"],
-                                          check=module.check_mode, enable_optional=module.params["enable_optional"])
-    except ast_patch.PatchError as err:
-        module.fail_json(msg="%d problem(s), no file was changed:\n%s" % (
-            len(err.problems), "\n".join(err.problems + err.hints)), problems=err.problems, hints=err.hints)
-    except OSError as err:
-        module.fail_json(msg="%s. No file was changed." % err, problems=[str(err)])
-    changed = any(r["changed"] for r in results)
-    diff = [{"prepared": r["diff"]} for r in results if r["diff"]]
-    profiles = ast_patch.states_by_profile(module.params["operations"], results)
-    lines = ["%s%s: %s" % (p["profile"] + " | " if p["profile"] else "", f["file"], ", ".join(f["states"]))
-             for p in profiles for f in p["files"]]
-    module.exit_json(changed=changed, diff=diff, profiles=profiles, lines=lines, root=root,
-                     files=[{k: r[k] for k in ("file", "changed", "states")} for r in results])
+        result = profile_apply.apply(module.params, module.check_mode)
+    except profile_apply.PatchRefused as err:
+        module.fail_json(msg=err.msg, **err.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

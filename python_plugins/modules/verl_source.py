@@ -120,11 +120,8 @@ dest:
   type: str
 """
 
-import sys
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import secrets
 from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
@@ -143,23 +140,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    # a repository's or a tarball's password: out of everything returned, the echo of the arguments included
-    module.no_log_values.update(secrets.credentials_in(p["source"]))
-    module.no_log_values.update(secrets.credentials_in(p["site"]))
-
-    def run(argv, env=None):
-        return module.run_command(argv, environ_update=env or {})
-
+    module.no_log_values.update(verl_checkout.source_credentials(module.params))
     try:
-        step = verl_checkout.SourceStep(
-            p["source"], p["dest"], p["state_dir"], run, check_mode=module.check_mode,
-            tarball_file=p["tarball_file"], strip_components=p["strip_components"],
-            python=p["python"] or sys.executable, site=p["site"],
-            urls={"index_url": p["index_url"], "extra_index_urls": p["extra_index_urls"]})
-        result = step.converge()
-    except verl_checkout.SourceError as err:
-        module.fail_json(msg=secrets.mask_url(str(err)), dest=p["dest"])  # every URL in it masked
+        result = verl_checkout.source_step(module.params, module.check_mode, module.run_command)
+    except verl_checkout.ModuleFailure as err:
+        module.fail_json(msg=err.msg, **err.result)
     module.exit_json(**result)
 
 

@@ -91,8 +91,7 @@ strip_components:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import secrets
-from ansible.module_utils.ascend_grpo.deps import tarball_proof
+from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
 def main():
@@ -105,16 +104,12 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    # a tarball URL's password or signature: out of everything returned, the echo of the arguments included
-    module.no_log_values.update(secrets.credentials_in(p["origin"]))
+    module.no_log_values.update(verl_checkout.tarball_credentials(module.params))
     try:
-        found = tarball_proof.prove_tarball(p["path"], p["commit"], p["sha256"], p["origin"] or None)
-    except tarball_proof.TarballError as err:
-        module.fail_json(msg=secrets.mask_url(str(err)), tarball=p["path"])
-    found.pop("comment")
-    # Named tarball, not path: Ansible adds a file's owner and mode to a result that has a path.
-    module.exit_json(changed=False, tarball=p["path"], **found)
+        result = verl_checkout.tarball_step(module.params)
+    except verl_checkout.ModuleFailure as err:
+        module.fail_json(msg=err.msg, **err.result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@ secret that holds another goes whole), the credentials of every URL whatever the
 ``github_pat_``, ``AKIA``, ``sk-``, ``xoxb-``, JWTs), and the whole value of every ``NAME=value`` / ``NAME: value``
 whose name says it is secret (ascend_grpo.common.secrets.secret_name: TOKEN, KEY, SECRET, PASS, PAT, AUTH, ...).
 :func:`write` puts the members into a gzipped tar, each redacted, owner root and mode 0644, and lists them.
+:func:`make` is the ``grpo_bundle`` module's whole work: :func:`collect` the members (pip freeze through the
+caller's ``run_command``), then write them, or in check mode only name them.
 
 Standard library only.
 """
 
+import glob
 import io
 import json
 import os
@@ -129,3 +132,49 @@ def write(path, members, secrets):
     os.chmod(partial, 0o600)
     os.replace(partial, path)
     return {"members": sorted(members), "redacted": total}
+
+
+def _read(path, limit=1 << 20):
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def collect(run_command, p):
+    """{name in the archive: text} of everything the bundle holds (``p``: the ``grpo_bundle`` module's arguments;
+    ``run_command``: ``module.run_command`` or one of its shape, for pip freeze)."""
+    members = dict(p["texts"])
+    rc, out, err = run_command([p["python"], "-m", "pip", "freeze", "--all"])
+    members["pip-freeze.txt"] = out if rc == 0 else "pip freeze failed (%d): %s" % (rc, err)
+    for name in ("run_grpo.sh", ".launch.json"):
+        text = _read(os.path.join(p["run_dir"], name))
+        if text is not None:
+            members["run/" + name.lstrip(".")] = text
+    log = os.path.join(p["run_dir"], "logs", "latest.log")
+    if os.path.isfile(log):
+        with open(log, "rb") as handle:
+            head = handle.read(1 << 20).decode("utf-8", errors="replace").split("\n")[:300]
+        members["run/latest.log.head"] = "\n".join(head)
+        members["run/latest.log.tail"] = tail(log, p["log_lines"])
+    state = os.path.join(p["workspace"], ".grpo")
+    for path in sorted(glob.glob(os.path.join(state, "*.json")) + glob.glob(os.path.join(state, "jobs", "*.json"))):
+        members["records/" + os.path.relpath(path, state)] = _read(path)
+    for path in newest(p["plog_dir"], r"\.log$", 3):
+        members["plog/" + os.path.basename(path) + ".tail"] = tail(path, p["log_lines"])
+    return members
+
+
+def make(p, check_mode, run_command):
+    """One call of the ``grpo_bundle`` module (``p``: its arguments): the result for ``exit_json``. The secrets
+    are the ones given and the text of each secret file (up to 64 KiB, stripped)."""
+    found = list(p["secrets"])
+    for path in p["secret_files"]:
+        text = _read(path, 65536)
+        if text and text.strip():
+            found.append(text.strip())
+    members = collect(run_command, p)
+    if check_mode:
+        return dict(changed=True, path=p["dest"], members=sorted(members), redacted=0)
+    done = write(p["dest"], members, secrets_of(found))
+    return dict(changed=True, path=p["dest"], **done)

@@ -29,9 +29,17 @@ def _running():
     return bool(ray_nodes.ray_processes()["raylet"])
 
 
+def run_timed(run_command, argv, timeout, env=None):
+    """``argv`` under timeout(1) through run_command: (rc, out, err); ``env`` goes in as its ``environ_update``.
+    The one way the cluster stage's engines run a command on the host (rc TIMED_OUT: out of time)."""
+    if env is None:
+        return run_command(["timeout", str(timeout)] + argv)
+    return run_command(["timeout", str(timeout)] + argv, environ_update=env)
+
+
 def _run(run_command, argv, timeout):
     """``argv`` under timeout(1) through run_command: (rc, output); a run out of time says so in the output."""
-    rc, out, err = run_command(["timeout", str(timeout)] + argv)
+    rc, out, err = run_timed(run_command, argv, timeout)
     output = (out or "") + (err or "")
     if rc == TIMED_OUT:
         output += "\n%s did not finish within %d s" % (" ".join(argv), timeout)

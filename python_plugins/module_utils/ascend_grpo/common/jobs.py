@@ -244,3 +244,39 @@ def stop(state_dir, name, grace=30.0):
     if _alive(meta):
         raise JobError("job %s (pid %d) survived SIGKILL" % (name, meta["pid"]))
     return True, status(state_dir, name)
+
+
+class JobFailure(Exception):
+    """A job that could not be started, stopped or read, for the ``grpo_job`` module: ``msg`` names the job."""
+
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.msg = msg
+
+
+def converge(p, check_mode):
+    """One call of the ``grpo_job`` module (``p``: its arguments): the result for ``exit_json``, or JobFailure.
+    ``started`` and ``stopped`` change nothing when the job already is so, nor in check mode (which says whether
+    they would); ``status`` first waits up to ``p["wait"]`` seconds for the job to end."""
+    changed = False
+    try:
+        if p["state"] == "started":
+            current = status(p["state_dir"], p["name"], p["tail_lines"])
+            if check_mode or current["running"]:
+                changed = not current["running"]
+            else:
+                changed, current = start(p["state_dir"], p["name"], p["command"], chdir=p["chdir"],
+                                         env=dict(p["env"], **p["secret_env"]), log=p["log"])
+        elif p["state"] == "stopped":
+            current = status(p["state_dir"], p["name"], p["tail_lines"])
+            if check_mode or not current["running"]:
+                changed = current["running"]
+            else:
+                changed, current = stop(p["state_dir"], p["name"], grace=p["grace"])
+        else:
+            if p["wait"] > 0:
+                wait(p["state_dir"], p["name"], p["wait"])
+            current = status(p["state_dir"], p["name"], p["tail_lines"])
+    except (JobError, OSError) as err:
+        raise JobFailure("job %s: %s" % (p["name"], err))
+    return dict(current, changed=changed)

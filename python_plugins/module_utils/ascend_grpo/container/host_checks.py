@@ -196,3 +196,45 @@ def card_summary(parsed, cards):
             summary.append({key: card.get(key) for key in ("npu", "name", "health", "aicore_pct", "hbm_mb_used",
                                                              "hbm_mb_total", "temp_c", "power_w")})
     return summary
+
+
+class HostNotReady(Exception):
+    """The host fails the checks and the caller asked to fail: ``msg`` lists the problems; ``result`` is the rest."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg, self.result = msg, dict(result or {})
+
+
+def preflight(p, which):
+    """One call of the ``npu_preflight`` module (``p``: its arguments): the result for ``exit_json``, or
+    HostNotReady when there are problems and ``p["fail_on_problems"]``. ``which``: ``module.get_bin_path`` or one
+    of its shape, to find a bare npu-smi name on the PATH or in /usr/local/sbin, /usr/local/bin."""
+    if not p["cards"]:
+        msg = "no card requested: set npu_container_visible_devices, e.g. [0]"
+        if p["fail_on_problems"]:
+            raise HostNotReady(msg, {"problems": []})
+        return dict(changed=False, problems=[msg], cards=[], docker_devices=[])
+
+    problems = check_device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
+    problems += check_dirs([
+        (p["driver_dir"], "npu_container_driver_dir", "the driver folder"),
+        (p["addons_dir"], "npu_container_addons_dir", "the add-ons folder"),
+    ])
+    npu_smi_cmd = p["npu_smi"]
+    if "/" not in npu_smi_cmd:
+        npu_smi_cmd = which(npu_smi_cmd, opt_dirs=["/usr/local/sbin", "/usr/local/bin"]) or npu_smi_cmd
+    parsed, smi_problems = run_npu_smi(npu_smi_cmd, p["cards"])
+    problems += smi_problems
+    free, disk_problems = check_disk(p["workspace"], p["min_free_gib"], p["min_free_why"])
+    problems += disk_problems
+    if not disk_problems:  # a workspace short of room already says so; the image's room only counts beside it
+        problems += check_image_room(p["docker_root"], p["image_gib"], p["workspace"], p["min_free_gib"])
+
+    nodes = device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
+    result = dict(changed=False, npu_smi=parsed, npu_smi_path=npu_smi_cmd,
+                  docker_devices=["%s:/dev/%s" % (node, node.rsplit("/", 1)[-1]) for node in nodes],
+                  cards=card_summary(parsed, p["cards"]), disk_free_gib=free, problems=problems)
+    if problems and p["fail_on_problems"]:
+        raise HostNotReady("NPU host not ready:\n- " + "\n- ".join(problems), result)
+    return result

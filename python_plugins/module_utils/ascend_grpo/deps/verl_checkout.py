@@ -17,11 +17,12 @@ Standard library only (and this package's pins and stack engines): it runs insid
 import glob
 import json
 import os
+import sys
 import time
 import zipfile
 
 from ..common import secrets
-from . import pins, pip_runner
+from . import pins, pip_runner, tarball_proof
 
 STAMP = "verl-source.json"
 KINDS = ("git", "registry", "tarball", "path")
@@ -379,3 +380,54 @@ def _diff_text(stamp, commit):
     if commit and stamp.get("kind") == "git" and commit != stamp.get("commit"):
         lines.append("checked out: %s" % commit)
     return "\n".join(lines) + "\n"
+
+
+class ModuleFailure(Exception):
+    """What the ``verl_source`` or ``verl_tarball`` module fails with: ``msg`` (every URL in it masked) and
+    ``result`` (the tree or the tarball it was about)."""
+
+    def __init__(self, msg, result=None):
+        super().__init__(msg)
+        self.msg, self.result = msg, dict(result or {})
+
+
+def source_credentials(p):
+    """A repository's or a tarball's password in the ``verl_source`` module's ``source`` and ``site``: for its
+    ``no_log_values``, so they are out of everything returned, the echo of the arguments included."""
+    return list(secrets.credentials_in(p["source"])) + list(secrets.credentials_in(p["site"]))
+
+
+def source_step(p, check_mode, run_command):
+    """One call of the ``verl_source`` module (``p``: its arguments): the result for ``exit_json``, or
+    ModuleFailure. ``run_command``: ``module.run_command`` or one of its shape (an environment goes in as its
+    ``environ_update``); pip runs with ``p["python"]``, else this Python."""
+
+    def run(argv, env=None):
+        return run_command(argv, environ_update=env or {})
+
+    try:
+        step = SourceStep(
+            p["source"], p["dest"], p["state_dir"], run, check_mode=check_mode,
+            tarball_file=p["tarball_file"], strip_components=p["strip_components"],
+            python=p["python"] or sys.executable, site=p["site"],
+            urls={"index_url": p["index_url"], "extra_index_urls": p["extra_index_urls"]})
+        return step.converge()
+    except SourceError as err:
+        raise ModuleFailure(secrets.mask_url(str(err)), {"dest": p["dest"]})  # every URL in it masked
+
+
+def tarball_credentials(p):
+    """A tarball URL's password or signature in the ``verl_tarball`` module's ``origin``: for its no_log_values."""
+    return secrets.credentials_in(p["origin"])
+
+
+def tarball_step(p):
+    """One call of the ``verl_tarball`` module (``p``: its arguments): the result for ``exit_json`` (nothing
+    changes), or ModuleFailure. Named tarball, not path: Ansible adds a file's owner and mode to a result that
+    has a path."""
+    try:
+        found = tarball_proof.prove_tarball(p["path"], p["commit"], p["sha256"], p["origin"] or None)
+    except tarball_proof.TarballError as err:
+        raise ModuleFailure(secrets.mask_url(str(err)), {"tarball": p["path"]})
+    found.pop("comment")
+    return dict(changed=False, tarball=p["path"], **found)
