@@ -2,24 +2,20 @@
 tarball named ``tarball``, its pax comment dropped, URLs masked, the credentials kept out of the output)."""
 
 import hashlib
-import io
-import tarfile
 
 import pytest
 
 from ascend_grpo.deps import verl_checkout
+from grpo_testkit.upstream import plain_verl_tarball
 
 COMMIT = "634bd9352bfd21df3abab2dcfb86deb91f04c1ba"
 
 
 def plain_tarball(path):
-    """A .tar.gz of a verl tree made without git (no commit id): proven by its sha256 only."""
-    with tarfile.open(path, "w:gz", format=tarfile.GNU_FORMAT) as tar:
-        data = b"# verl\n"
-        info = tarfile.TarInfo("verl-src/verl/__init__.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return str(path), hashlib.sha256(open(path, "rb").read()).hexdigest()
+    """A tarball without a commit id and its sha256."""
+    made = plain_verl_tarball(path)
+    with open(made, "rb") as handle:
+        return made, hashlib.sha256(handle.read()).hexdigest()
 
 
 def test_a_proven_tarball_is_returned_as_tarball_without_its_comment(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 
 from ascend_grpo.deps import tarball_proof
 import grpo_testkit
+from grpo_testkit.upstream import plain_verl_tarball as plain_tarball
 
 
 # verl's tree at the guide's commit: GRPO_VERL_TARBALL, else ../shared/upstream beside the checkout (grpo_testkit).
@@ -53,16 +54,6 @@ def repo(tmp_path):
         return str(out)
 
     return {"first": first, "second": second, "archive": archive, "tmp": tmp_path}
-
-
-def plain_tarball(path):
-    """A .tar.gz of a verl tree made without git (so without a commit id)."""
-    with tarfile.open(path, "w:gz", format=tarfile.GNU_FORMAT) as tar:
-        data = b"# verl\n"
-        info = tarfile.TarInfo("verl-src/verl/__init__.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return str(path)
 
 
 # --- the real upstream tarball ---------------------------------------------------------------------------------

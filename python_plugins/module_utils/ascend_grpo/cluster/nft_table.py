@@ -10,17 +10,14 @@ import re
 import shutil
 
 from . import firewall
+from ..common.errors import StageFailure
 
 PACKAGE_HINT = ("install nftables on the host (apt-get install nftables, dnf install nftables), or set "
                 "ray_cluster_firewall to false and keep every other machine away from Ray's ports yourself")
 
 
-class NftError(Exception):
+class NftError(StageFailure):
     """A refusal or a failed nft: ``msg`` says what and the fix; ``result`` is what was found before it."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def _nft(p, run_command, args, data=None):

@@ -9,14 +9,11 @@ import platform
 import time
 
 from . import firewall, ray_nodes
+from ..common.errors import StageFailure
 
 
-class ProbeError(Exception):
+class ProbeError(StageFailure):
     """A node the stage cannot use: ``msg`` says why and names the settings; ``result`` is what was found."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def route(p):

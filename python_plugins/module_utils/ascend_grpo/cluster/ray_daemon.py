@@ -12,16 +12,13 @@ import time
 
 from ..common import workspace
 from . import ray_nodes
+from ..common.errors import StageFailure
 
 TIMED_OUT = 124  # timeout(1)'s exit status when the command ran out of time
 
 
-class NodeError(Exception):
+class NodeError(StageFailure):
     """A refusal or a failed start or stop: ``msg`` says what; ``result`` is what was found with it."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def _running():

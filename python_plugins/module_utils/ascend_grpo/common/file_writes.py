@@ -10,15 +10,12 @@ import json
 import os
 
 from . import workspace
+from .errors import StageFailure
 
 
-class WriteFailed(Exception):
+class WriteFailed(StageFailure):
     """A folder, file or record that cannot be made, or a bad spec: ``msg`` says which; ``result`` holds the
     files written before it (when any was tried)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def _folder_diff(folder):

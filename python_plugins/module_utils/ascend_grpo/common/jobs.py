@@ -23,6 +23,7 @@ import signal
 import time
 
 from . import runner, secrets, workspace
+from .errors import StageFailure
 
 # The wrapper records the command's exit status atomically once it ends; `exec` is not used so that it can.
 # Then what the command left behind in the job's process group goes with it: a driver killed from outside (the OOM
@@ -246,12 +247,8 @@ def stop(state_dir, name, grace=30.0):
     return True, status(state_dir, name)
 
 
-class JobFailure(Exception):
+class JobFailure(StageFailure):
     """A job that could not be started, stopped or read, for the ``grpo_job`` module: ``msg`` names the job."""
-
-    def __init__(self, msg):
-        super().__init__(msg)
-        self.msg = msg
 
 
 def converge(p, check_mode):

@@ -6,15 +6,12 @@ import json
 import os
 
 from . import workspace
+from .errors import StageFailure
 
 
-class HandoverFailed(Exception):
+class HandoverFailed(StageFailure):
     """A required record is missing, or the record cannot be written: ``msg`` says which and what to run;
     ``result`` is what was read before it."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def handover(p, check_mode, want_diff):

@@ -10,6 +10,7 @@ import stat
 
 from ..common import runner, workspace
 from . import npu_smi
+from ..common.errors import StageFailure
 
 GIB = 1024 ** 3
 
@@ -198,12 +199,8 @@ def card_summary(parsed, cards):
     return summary
 
 
-class HostNotReady(Exception):
+class HostNotReady(StageFailure):
     """The host fails the checks and the caller asked to fail: ``msg`` lists the problems; ``result`` is the rest."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def preflight(p, which):

@@ -11,6 +11,7 @@ import sys
 
 from ..common import secrets, workspace
 from . import pins, pip_runner, verl_checkout
+from ..common.errors import StageFailure
 
 
 class _Exit(Exception):
@@ -21,12 +22,8 @@ class _Exit(Exception):
         self.result = result
 
 
-class VenvError(Exception):
+class VenvError(StageFailure):
     """A refusal: ``msg`` says what and the fix; ``result`` is what was found before it (the drift report...)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def _exit(**result):

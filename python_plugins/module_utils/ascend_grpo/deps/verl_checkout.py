@@ -23,6 +23,7 @@ import zipfile
 
 from ..common import secrets
 from . import pins, pip_runner, tarball_proof
+from ..common.errors import StageFailure
 
 STAMP = "verl-source.json"
 KINDS = ("git", "registry", "tarball", "path")
@@ -382,13 +383,9 @@ def _diff_text(stamp, commit):
     return "\n".join(lines) + "\n"
 
 
-class ModuleFailure(Exception):
+class ModuleFailure(StageFailure):
     """What the ``verl_source`` or ``verl_tarball`` module fails with: ``msg`` (every URL in it masked) and
     ``result`` (the tree or the tarball it was about)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def source_credentials(p):

@@ -15,18 +15,15 @@ import re
 import tempfile
 
 from ..common import rerun, workspace
+from ..common.errors import StageFailure
 
 MERGE_MANIFEST = ".grpo-merge.json"
 LATEST = "latest_checkpointed_iteration.txt"
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 
 
-class EvalError(Exception):
+class EvalError(StageFailure):
     """A refusal whose message names the setting to change; ``result``: what was found before it (may be empty)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.result = dict(result or {})
 
 
 def _step_of(name):

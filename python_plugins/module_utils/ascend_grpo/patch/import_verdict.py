@@ -12,14 +12,11 @@ import sys
 
 from ..common import workspace
 from . import import_check
+from ..common.errors import StageFailure
 
 
-class ImportsBlocked(Exception):
+class ImportsBlocked(StageFailure):
     """verl cannot be used as asked: ``msg`` says why; ``result`` is the check's answer (empty without a tree)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def site_paths():

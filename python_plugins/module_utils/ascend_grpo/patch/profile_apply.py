@@ -8,14 +8,11 @@ import os
 
 from ..common import rerun, workspace
 from . import ast_patch
+from ..common.errors import StageFailure
 
 
-class PatchRefused(Exception):
+class PatchRefused(StageFailure):
     """No file was changed: ``msg`` says why and what to do; ``result`` holds the problems (and hints)."""
-
-    def __init__(self, msg, result=None):
-        super().__init__(msg)
-        self.msg, self.result = msg, dict(result or {})
 
 
 def verl_root(p):
