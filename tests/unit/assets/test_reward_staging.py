@@ -74,3 +74,26 @@ def test_the_engine_scores_the_staged_text_not_the_file_in_place(tmp_path):
     else:
         raise AssertionError("a reward scoring 0.5 for every answer was deployed")
     assert dest.read_text() == REWARD
+
+
+def test_a_correct_reward_is_proven_on_a_host_too_busy_for_the_training_deadline(tmp_path, monkeypatch):
+    """The proof scores a right answer although each judgment takes longer than the training deadline (a busy host:
+    another stage, a run or a drill beside it): the deadline protects training's steps, not the proof. The package's
+    reward, with a user's own 1 s deadline set and a math_verify that takes 1.5 s an answer."""
+    import shutil
+
+    from ascend_grpo.assets import reward_deploy
+
+    folder = tmp_path / "reward"
+    folder.mkdir()
+    shutil.copy(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), folder)
+    engine = (open(os.path.join(ROOT, "roles", "assets", "files", "math_reward_engine.py"), encoding="utf-8").read()
+              .replace("    def correct(truth: str, response: str) -> bool:\n",
+                       "    def correct(truth: str, response: str) -> bool:\n        time.sleep(1.5 if served else 0)\n")
+              .replace('    reply("ready")\n', '    served = True\n    reply("ready")\n')
+              .replace("    for truth, response in _WARM_UP:", "    served = False\n    for truth, response in _WARM_UP:"))
+    assert [engine.count(part) for part in ("time.sleep(1.5 if served", "served = True", "served = False")] == [1, 1, 1]
+    (folder / "math_reward_engine.py").write_text(engine, encoding="utf-8")
+    monkeypatch.setenv("GRPO_REWARD_TIMEOUT_S", "1")
+    assert reward_deploy.score(sys.executable, str(folder / "math_reward.py"), "compute_score") == \
+        {"right": 0.95, "wrong": 0.0}

@@ -71,9 +71,10 @@ def test_npu_smi_runs_through_the_run_it_is_given(tmp_path):
 def test_the_reward_check_runs_through_the_run_it_is_given(tmp_path):
     calls = []
 
-    def run(argv, timeout=None):
-        calls.append((argv[0], argv[3], argv[4], timeout))
+    def run(argv, environ_update=None, timeout=None):
+        calls.append((argv[0], argv[3], argv[4], timeout, environ_update))
         return 0, 'noise\n{"right": 1.0, "wrong": 0.0}\n', ""
     assert reward_deploy.score("/venv/bin/python", "/ws/reward.py", "compute_score", timeout=9, run=run) == \
         {"right": 1.0, "wrong": 0.0}
-    assert calls == [("/venv/bin/python", "/ws/reward.py", "compute_score", 9)]
+    # the proof asks whether the file scores right, not how fast: the per-response deadline is lifted for it
+    assert calls == [("/venv/bin/python", "/ws/reward.py", "compute_score", 9, {"GRPO_REWARD_TIMEOUT_S": "60"})]

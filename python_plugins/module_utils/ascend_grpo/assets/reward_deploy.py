@@ -30,6 +30,10 @@ ANSWER_TEXT = ("<think>\nStep 1: solve the equation by expanding.\nStep 2: there
 RIGHT, WRONG, TRUTH = "(x+1)^2", "(x+2)^2", "x^2+2x+1"
 ENGINE_FILE = "math_reward_engine.py"  # the name the rules file loads its engine by, from its own folder
 ORDER = ("none", "create", "replace")
+# The proof asks whether the file scores right, not how fast: the reward's per-response deadline (1 s by default,
+# a protection for training's steps) is lifted for it, so a busy host (another stage, a run, a drill beside it)
+# cannot fail a correct reward. The whole check still ends within score()'s ``timeout``.
+PROOF_ENV = {"GRPO_REWARD_TIMEOUT_S": "60"}
 SCORE_SCRIPT = r"""
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("custom_module", sys.argv[1])
@@ -99,7 +103,7 @@ def score(python, dest, name, timeout=300, shown=None, run=runner.run_command):
     its shape (it takes ``timeout``: a reward file that never returns must not hold the stage)."""
     argv = [python, "-c", SCORE_SCRIPT, dest, name, json.dumps([ANSWER_TEXT, RIGHT, WRONG, TRUTH])]
     try:
-        returncode, stdout, stderr = run(argv, timeout=timeout)
+        returncode, stdout, stderr = run(argv, environ_update=PROOF_ENV, timeout=timeout)
     except (OSError, runner.TimeoutExpired) as err:
         raise RewardError("%s: the reward check could not run with %s: %s" % (shown or dest, python, err)) from err
     if returncode != 0:
