@@ -53,6 +53,8 @@ options:
     description: Appended to each problem (after a space) in the prompt.
     type: str
     default: Let's think step by step and output the final answer within \boxed{}.
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -84,7 +86,7 @@ backups:
   returned: when built
   type: list
 field:
-  description: On failure, the setting at fault (repo, revision, endpoint, local_dir, dest, source).
+  description: On failure, the option at fault (repo, revision, endpoint, local_dir, dest, source).
   returned: failure
   type: str
 reason:
@@ -96,6 +98,7 @@ reason:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import math_data
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -111,6 +114,7 @@ def main():
             cache_dir=dict(type="path"),
             data_source=dict(type="str", default=math_data.DATA_SOURCE),
             instruction=dict(type="str", default=math_data.INSTRUCTION),
+            setting_names=dict(type="dict", default={}),
         ),
         required_if=[("source", "local", ["local_dir"])],
         supports_check_mode=True,
@@ -120,7 +124,7 @@ def main():
     try:
         result = math_data.module_build(module.params, module.check_mode)
     except math_data.DataError as err:
-        module.fail_json(msg=str(err), field=err.field)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

@@ -85,7 +85,7 @@ def test_a_dataset_refusal_ends_with_the_fix_naming_the_setting(tmp_path):
                   data_source=math_data.DATA_SOURCE, instruction=math_data.INSTRUCTION)
     with pytest.raises(math_data.DataError) as err:
         math_data.module_build(params, True)
-    assert err.value.field == "local_dir" and "is not a folder. Fix: set assets_data_local_dir" in str(err.value)
+    assert err.value.field == "local_dir" and "is not a folder. Fix: set {local_dir}" in str(err.value)
 
 
 def test_a_planned_reward_changes_nothing(tmp_path):

@@ -19,6 +19,7 @@ import json
 import os
 
 from ..common import secrets, workspace
+from ..common.errors import FieldError
 from ..common.workspace import sha256_file
 
 REQUIRED = ("problem", "level", "type", "solution")
@@ -28,24 +29,20 @@ MANIFEST = ".grpo-data.json"
 OUTPUTS = ("train.parquet", "test.parquet", "math.json")
 
 
-class DataError(Exception):
-    """Bad input; ``field`` names the setting at fault."""
-
-    def __init__(self, field, message):
-        super().__init__(message)
-        self.field = field
+class DataError(FieldError):
+    """Bad input; ``field`` names the option at fault."""
 
 
-# The fix for each field a plan can fail on, naming the assets stage's setting (the math_dataset module's message).
+# The fix for each field a plan can fail on ({field}: the option, which the module names by its role's setting).
 FIX = {
-    "repo": "set assets_data_repo to a dataset repository that exists.",
-    "revision": "set assets_data_revision to a branch, tag or commit of %(repo)s.",
-    "endpoint": "check the link or set assets_hub_endpoint, or fetch the parquet files elsewhere and use "
-                "assets_data_source=local.",
-    "local_dir": "set assets_data_local_dir to a folder holding train*.parquet and test*.parquet with the columns "
+    "repo": "set {repo} to a dataset repository that exists.",
+    "revision": "set {revision} to a branch, tag or commit of %(repo)s.",
+    "endpoint": "check the link or set {endpoint}, or fetch the parquet files elsewhere and use "
+                "{source}=local.",
+    "local_dir": "set {local_dir} to a folder holding train*.parquet and test*.parquet with the columns "
                  "problem, level, type and solution.",
-    "dest": "set assets_data_dir to a folder path.",
-    "source": "set assets_data_source to hf or local.",
+    "dest": "set {dest} to a folder path.",
+    "source": "set {source} to hf or local.",
 }
 
 
