@@ -53,7 +53,7 @@ $(VENV)/.installed-test: $(VENV)/.installed setup.py
 # run's end (sim_wait.yml) and runs the eval stage again for the report.
 demo: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim
-	ansible-playbook playbooks/sim_sources.yml -i inventories/sim
+	ansible-playbook playbooks/sim_sources.yml -i inventories/sim -e sim_sources_alone=true
 	ansible-playbook site.yml -i inventories/sim
 	ansible-playbook playbooks/sim_wait.yml -i inventories/sim
 	ansible-playbook site.yml -i inventories/sim --tags eval
@@ -62,7 +62,7 @@ demo: venv
 # Two simulated hosts as one Ray cluster (inventories/sim-multi): a real 2-node run (the eval is the single host's).
 demo-multi: venv
 	ansible-playbook playbooks/sim_host.yml -i inventories/sim-multi
-	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi
+	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi -e sim_sources_alone=true
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 	ansible-playbook playbooks/sim_wait.yml -i inventories/sim-multi
 
