@@ -11,13 +11,31 @@ numbers as the CANN runtime of a training environment counts them.
 
 from ansible.errors import AnsibleFilterError
 
+from ascend_grpo.common import errors
 from ascend_grpo.container import container_access as _engine
 from ascend_grpo.container import host_checks, npu_smi
+
+# This package's connection plugin (python_plugins/connection_plugins/grpo_container.py): docker through the NPU
+# host's own login. Named here, not in the engine: a setting has the same name.
+THROUGH_HOST = "grpo_container"
+
+# The container stage's setting each engine input stands for, named in the engines' messages ({field}).
+ACCESS_NAMES = {"docker_args": "npu_container_docker_cli_args"}
+OWNER_NAMES = {"name": "npu_container_name"}
+CARD_NAMES = {"cards": "npu_container_visible_devices"}
+
+
+def _named(value, names):
+    """``value`` (engine text, or lists and dicts of it) with its ``{field}``s named by the stage's settings."""
+    return errors.name_fields(value, names, set(names))
+
 
 def container_access(spec):
     """``{{ {'host': inventory_hostname, 'connection': ..., 'port': ..., ...} | container_access }}`` ->
     {connection, docker_extra_args, ssh, docker, problems}: the container's connection plugin and its arguments."""
-    return _engine.access(spec)
+    reached = _engine.access(spec, THROUGH_HOST)
+    reached["problems"] = _named(reached["problems"], ACCESS_NAMES)
+    return reached
 
 
 def container_labels(workspace_host):
@@ -30,7 +48,7 @@ def container_owner_problem(found, name, host, workspace_host, workspace, purpos
     """``{{ info.container | container_owner_problem(name, host, ws_host, ws, 'recreate'|'enter') }}`` -> why the
     stages must not recreate or enter that container ("" when they may). ``sources``: ansible_inventory_sources,
     for the command the message prints."""
-    return _engine.owner_problem(found, name, host, workspace_host, workspace, purpose, sources)
+    return _named(_engine.owner_problem(found, name, host, workspace_host, workspace, purpose, sources), OWNER_NAMES)
 
 
 # Keys docker_container puts in its diff that are state, not configuration.
@@ -91,7 +109,7 @@ def npu_smi_info(text):
 
 def npu_smi_problems(text, cards):
     """``{{ stdout | npu_smi_problems([0]) }}`` -> problems with those cards ([] when all are present and OK)."""
-    return npu_smi.check_cards(npu_smi_info(text), cards)
+    return _named(npu_smi.check_cards(npu_smi_info(text), cards), CARD_NAMES)
 
 
 def npu_runtime_ids(cards, mode="docker"):

@@ -11,9 +11,27 @@ import os
 from ansible.errors import AnsibleFilterError
 import yaml
 
-from ascend_grpo.common import settings
+from ascend_grpo.common import errors, settings
 from ascend_grpo.deps import pins, pip_runner
 from ascend_grpo.deps import stack_files
+
+# The settings the engines' {field}s stand for here (the deps stage's site settings; the stack; each stage's profile
+# settings, as PROFILE_KINDS in stack_files knows the stages).
+PIP_NAMES = {"index_url": "deps_pinning_index_url", "extra_index_urls": "deps_pinning_extra_index_urls",
+             "wheelhouse": "deps_pinning_wheelhouse", "workspace_host": "npu_container_workspace_host"}
+STACK_NAMES = {"stack": "grpo_stack"}
+PROFILE_SETTINGS = {
+    "deps": {"refs": "deps_pinning_profile", "own_file": "deps_pinning_profile_file"},
+    "patch": {"refs": "verl_compat_patch_profiles"},
+    "train": {"refs": "grpo_train_profiles"},
+    "eval": {"refs": "grpo_eval_profile", "own_file": "grpo_eval_profile_file"},
+}
+
+
+def _named(text, names):
+    """An engine's ``text`` with its ``{field}``s named by the settings ``names`` maps them to."""
+    return errors.name_fields(str(text), names, set(names))
+
 
 def pip_index_args(site):
     """``{{ deps_pinning_site | pip_index_args }}`` -> pip options for the site's index settings."""
@@ -22,7 +40,7 @@ def pip_index_args(site):
 
 def pip_error(text, index_args=()):
     """``{{ result.stderr | pip_error(args) }}`` -> pip's failure in words a user can act on."""
-    return pip_runner.explain_pip_error(text or "", list(index_args or []))
+    return _named(pip_runner.explain_pip_error(text or "", list(index_args or [])), PIP_NAMES)
 
 
 def pip_index_env(urls):
@@ -51,7 +69,7 @@ def grpo_stack_profile(ref, stage):
     try:
         data = stack_files.validate(_load(stack_files.locate(ref, STACKS_DIR)), ref)
     except (stack_files.StackError, OSError, yaml.YAMLError) as err:
-        raise AnsibleFilterError(str(err)) from err
+        raise AnsibleFilterError(_named(err, STACK_NAMES)) from err
     if stage not in stack_files.STAGES:
         raise AnsibleFilterError("grpo_stack_profile: no stage %s (stages: %s)"
                                  % (stage, ", ".join(stack_files.STAGES)))
@@ -76,7 +94,7 @@ def grpo_profiles(refs, stage, profiles_dir, own_file=""):
             out.append({"name": data.get("name") or os.path.basename(path)[:-4], "path": path, "data": data})
         return out
     except (stack_files.StackError, OSError, yaml.YAMLError) as err:
-        raise AnsibleFilterError(str(err)) from err
+        raise AnsibleFilterError(_named(err, PROFILE_SETTINGS.get(stage, {}))) from err
 
 
 class FilterModule:

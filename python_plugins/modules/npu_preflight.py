@@ -70,6 +70,13 @@ options:
     description: Fail when a problem is found (false reports them in C(problems) and succeeds).
     type: bool
     default: true
+  max_ckpt_to_keep:
+    description:
+      - Not read. Only named, in the problem about too little room (keep fewer checkpoints), as the setting
+        I(setting_names) maps it to (the number of checkpoints the run keeps, which I(min_free_gib) counts).
+    type: raw
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -110,7 +117,7 @@ docker_devices:
   type: list
   elements: str
 problems:
-  description: Every problem found (empty when the host is ready).
+  description: Every problem found (empty when the host is ready), naming the settings I(setting_names) maps.
   returned: always
   type: list
   elements: str
@@ -118,6 +125,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.container import host_checks
 
 
@@ -136,13 +144,17 @@ def main():
             docker_root=dict(type="str", default=""),
             image_gib=dict(type="float", default=10),
             fail_on_problems=dict(type="bool", default=True),
+            max_ckpt_to_keep=dict(type="raw"),  # only named in a message (setting_names maps it)
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = host_checks.preflight(module.params, module.get_bin_path)
     except host_checks.HostNotReady as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
+    result["problems"] = errors.name_fields(result["problems"], module.params["setting_names"],
+                                            set(module.argument_spec))
     module.exit_json(**result)
 
 

@@ -112,6 +112,18 @@ options:
         glibc 2.35). Empty resolves for this environment.
     type: dict
     default: {}
+  wheelhouse:
+    description:
+      - Not read (the offline wheelhouse is C(site.wheelhouse)). Only named, in a message about the package index,
+        as the setting I(setting_names) maps it to.
+    type: raw
+  workspace_host:
+    description:
+      - Not read. Only named, in a message about a full disk, as the setting I(setting_names) maps it to (where the
+        workspace is on the host, to point at a larger disk).
+    type: raw
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -176,6 +188,7 @@ record:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.deps import venv_install
 
 
@@ -197,6 +210,10 @@ ARGUMENT_SPEC = dict(
     venv=dict(type="path"),
     venv_python=dict(type="str"),
     venv_site_packages=dict(type="bool", default=False),
+    # only named in messages (setting_names maps them to the role's settings)
+    wheelhouse=dict(type="raw"),
+    workspace_host=dict(type="raw"),
+    setting_names=dict(type="dict", default={}),
 )
 
 
@@ -208,7 +225,7 @@ def main():
     try:
         result = venv_install.install(module.params, module.check_mode, module.run_command)
     except venv_install.VenvError as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

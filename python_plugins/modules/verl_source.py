@@ -19,8 +19,9 @@ description:
     the workspace exactly as it was, naming the setting that changed.
   - A git tree at C(commit) is left alone, edits included (the patch stage edits verl in place). A git tree at
     another commit is moved to C(commit) only when it has no local changes.
-  - Messages name the deps stage's settings (C(deps_pinning_verl_source), C(deps_pinning_verl_version),
-    C(deps_pinning_verl_repo), C(deps_pinning_verl_release)).
+  - Messages name the settings I(setting_names) maps I(source), I(commit), I(repo), I(release) and I(tarball) to
+    (the deps stage's C(deps_pinning_verl_source), C(deps_pinning_verl_version), C(deps_pinning_verl_repo),
+    C(deps_pinning_verl_release), C(deps_pinning_verl_tarball)), or those options themselves.
   - A second run with the same source changes nothing. In check mode nothing is fetched, moved, unpacked or
     written; C(actions) and the diff say what would be done.
 options:
@@ -63,6 +64,32 @@ options:
     type: list
     elements: str
     default: []
+  commit:
+    description:
+      - Not read (the commit is C(source.commit)). Only named in messages, as the setting I(setting_names) maps it
+        to.
+    type: raw
+  repo:
+    description: Not read (C(source.repo)). Only named in messages, as the setting I(setting_names) maps it to.
+    type: raw
+  release:
+    description: Not read (C(source.release)). Only named in messages, as the setting I(setting_names) maps it to.
+    type: raw
+  tarball:
+    description: Not read (C(source.tarball)). Only named in messages, as the setting I(setting_names) maps it to.
+    type: raw
+  wheelhouse:
+    description:
+      - Not read (the offline wheelhouse is C(site.wheelhouse)). Only named, in a message about the package index,
+        as the setting I(setting_names) maps it to.
+    type: raw
+  workspace_host:
+    description:
+      - Not read. Only named, in a message about a full disk, as the setting I(setting_names) maps it to (where the
+        workspace is on the host, to point at a larger disk).
+    type: raw
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -122,6 +149,7 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
@@ -137,6 +165,14 @@ def main():
             site=dict(type="dict", default={}),
             index_url=dict(type="str", default="", no_log=True),
             extra_index_urls=dict(type="list", elements="str", default=[], no_log=True),
+            # only named in messages (setting_names maps them to the role's settings)
+            commit=dict(type="raw"),
+            repo=dict(type="raw"),
+            release=dict(type="raw"),
+            tarball=dict(type="raw"),
+            wheelhouse=dict(type="raw"),
+            workspace_host=dict(type="raw"),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -144,7 +180,7 @@ def main():
     try:
         result = verl_checkout.source_step(module.params, module.check_mode, module.run_command)
     except verl_checkout.ModuleFailure as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

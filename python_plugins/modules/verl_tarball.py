@@ -14,8 +14,9 @@ description:
     made by git archive), the file's sha256, which must equal it. A tarball with a different commit id is refused
     even when its sha256 matches; a tarball with neither a commit id nor C(sha256) is refused.
   - A missing or unreadable file, one that is not gzip, a truncated archive, or one without C(verl/__init__.py)
-    at its top or under one top folder is refused. Messages name the deps stage's settings
-    (C(deps_pinning_verl_tarball), C(deps_pinning_verl_version), C(deps_pinning_verl_tarball_sha256)).
+    at its top or under one top folder is refused. Messages name I(path), I(commit) and I(sha256) by the settings
+    I(setting_names) maps them to (the deps stage's C(deps_pinning_verl_tarball), C(deps_pinning_verl_version),
+    C(deps_pinning_verl_tarball_sha256)).
   - Read-only, so it runs the same in check mode; never reports a change.
 options:
   path:
@@ -36,6 +37,8 @@ options:
     description: The URL the file was downloaded from, named in messages. Empty for a local file.
     type: str
     default: ""
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -91,6 +94,7 @@ strip_components:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
@@ -101,6 +105,7 @@ def main():
             commit=dict(type="str", required=True),
             sha256=dict(type="str", default=""),
             origin=dict(type="str", default=""),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -108,7 +113,7 @@ def main():
     try:
         result = verl_checkout.tarball_step(module.params)
     except verl_checkout.ModuleFailure as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

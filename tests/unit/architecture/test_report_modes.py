@@ -2,6 +2,7 @@
 list of their own: grpo_handover's optional records and npu_preflight's fail_on_problems."""
 
 from grpo_testkit import run_module
+from grpo_testkit.setting_names import role_setting_names
 
 
 def test_an_optional_record_that_is_missing_is_reported_not_failed(tmp_path):
@@ -22,11 +23,13 @@ def test_a_required_record_that_is_missing_still_fails_naming_the_stage(tmp_path
 
 
 def _bare_host(tmp_path):
-    """A host without the device nodes, driver folders or npu-smi (the guide's docker run needs all of them)."""
+    """A host without the device nodes, driver folders or npu-smi (the guide's docker run needs all of them); the
+    module called as the container stage calls it, naming its settings."""
     (tmp_path / "dev").mkdir(exist_ok=True)
     return {"cards": [0], "dev_dir": str(tmp_path / "dev"), "driver_dir": str(tmp_path / "driver"),
             "addons_dir": str(tmp_path / "add-ons"), "npu_smi": str(tmp_path / "no-npu-smi"),
-            "workspace": str(tmp_path / "ws"), "min_free_gib": 0}
+            "workspace": str(tmp_path / "ws"), "min_free_gib": 0,
+            "setting_names": role_setting_names("npu_container", "npu_preflight")}
 
 
 def test_npu_preflight_reports_every_problem_when_asked_not_to_fail(tmp_path):

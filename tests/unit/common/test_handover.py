@@ -7,8 +7,10 @@ import os
 
 import pytest
 import yaml
+from ansible.errors import AnsibleFilterError
 from ascend_grpo.common import workspace
 from ascend_grpo.deps import stack_files
+from deps_filters import grpo_profiles  # noqa: E402
 from grpo_testkit import ROOT, run_module
 
 
@@ -103,7 +105,8 @@ def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(
 
 
 # The profile lookup every stage uses: the refusals name the setting and the choices (texts from the stages'
-# former preflight asserts, which the sim tests match).
+# former preflight asserts, which the sim tests match). The engine names the settings as {refs} and {own_file}; the
+# filter the stages call (grpo_profiles) names each stage's own.
 PROFILES = {stage: os.path.join(ROOT, "roles", role, "files", "profiles")
             for stage, role in stack_files.PROFILE_DIRS.items()}
 
@@ -114,15 +117,22 @@ def test_profiles_are_located_in_order_and_unknown_ones_refused():
     with pytest.raises(stack_files.StackError) as err:
         stack_files.locate_profiles("deps", "vllm0.12", PROFILES["deps"])
     assert str(err.value).startswith(
+        "Unknown profile vllm0.12: set {refs} to one of vllm0.13.0, vllm0.13.0-cpu, vllm0.9.1, or {own_file} to a "
+        "profile file of your own.")
+    with pytest.raises(AnsibleFilterError) as err:
+        grpo_profiles("vllm0.12", "deps", PROFILES["deps"])
+    assert str(err.value).startswith(
         "Unknown profile vllm0.12: set deps_pinning_profile to one of vllm0.13.0, vllm0.13.0-cpu, vllm0.9.1, or "
         "deps_pinning_profile_file")
-    with pytest.raises(stack_files.StackError) as err:
-        stack_files.locate_profiles("patch", ["vllm0.12"], PROFILES["patch"])
+    with pytest.raises(AnsibleFilterError) as err:
+        grpo_profiles(["vllm0.12"], "patch", PROFILES["patch"])
     assert str(err.value).startswith("Unknown patch profile vllm0.12 in verl_compat_patch_profiles: use one of "
                                       "cpu-overlay, vllm0.13.0, vllm0.9.1")
-    with pytest.raises(stack_files.StackError, match="grpo_train_profiles is a non-empty list"):
-        stack_files.locate_profiles("train", "npu-single", PROFILES["train"])  # a list setting given a string
-    with pytest.raises(stack_files.StackError, match="grpo_train_profiles is a non-empty list"):
+    with pytest.raises(AnsibleFilterError, match="grpo_train_profiles is a non-empty list"):
+        grpo_profiles("npu-single", "train", PROFILES["train"])  # a list setting given a string
+    with pytest.raises(AnsibleFilterError, match="grpo_train_profiles is a non-empty list"):
+        grpo_profiles([], "train", PROFILES["train"])
+    with pytest.raises(stack_files.StackError, match=r"^\{refs\} is a non-empty list"):
         stack_files.locate_profiles("train", [], PROFILES["train"])
 
 
@@ -130,7 +140,9 @@ def test_a_profile_file_of_ones_own_wins_for_the_single_profile_stages(tmp_path)
     own = tmp_path / "mine.yml"
     own.write_text(yaml.safe_dump({"name": "mine"}))
     assert stack_files.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], str(own)) == [str(own)]
-    with pytest.raises(stack_files.StackError, match="Unknown OpenCompass profile /nope/x.yml: set grpo_eval_profile"):
+    with pytest.raises(AnsibleFilterError, match="Unknown OpenCompass profile /nope/x.yml: set grpo_eval_profile"):
+        grpo_profiles("opencompass-npu", "eval", PROFILES["eval"], "/nope/x.yml")
+    with pytest.raises(stack_files.StackError, match=r"Unknown OpenCompass profile /nope/x.yml: set \{refs\}"):
         stack_files.locate_profiles("eval", "opencompass-npu", PROFILES["eval"], "/nope/x.yml")
 
 

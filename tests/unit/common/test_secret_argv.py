@@ -12,6 +12,7 @@ import os
 import stat
 
 from grpo_testkit import fake_pip_python, run_module
+from grpo_testkit.setting_names import role_setting_names
 
 from ascend_grpo.deps import pins, verl_checkout
 
@@ -84,7 +85,8 @@ def test_a_refusal_names_the_repository_masked(tmp_path):
     (ws / ".grpo").mkdir(parents=True)
     result = run_module("verl_source", {"source": {"kind": "git", "repo": "https://builder:%s@127.0.0.1:9/verl.git"
                                                    % SECRET, "commit": COMMIT},
-                                        "dest": str(ws / "verl"), "state_dir": str(ws / ".grpo")})
+                                        "dest": str(ws / "verl"), "state_dir": str(ws / ".grpo"),
+                                        "setting_names": role_setting_names("deps_pinning", "verl_source")})
     assert result.get("failed"), result
     assert "deps_pinning_verl_repo" in result["msg"] and "https://builder:***@127.0.0.1:9/verl.git" in result["msg"]
     assert SECRET not in json.dumps(result)

@@ -17,6 +17,7 @@ import pytest
 from grpo_testkit import ROOT
 
 from ascend_grpo.container import container_access
+from container_filters import container_access as reach  # noqa: E402  (the filter the stage calls: the plugin's name)
 
 SSH_HOST = {"host": "npu910b", "connection": "ssh", "address": "203.0.113.10", "port": 2222, "user": "ubuntu",
             "private_key_file": "/home/me/.ssh/npu_ed25519", "ssh_common_args": "-o ProxyJump=me@bastion.example:2200",
@@ -24,7 +25,7 @@ SSH_HOST = {"host": "npu910b", "connection": "ssh", "address": "203.0.113.10", "
 
 
 def test_over_ssh_the_inventorys_port_key_user_and_jump_host_reach_the_host():
-    got = container_access.access(SSH_HOST)
+    got = reach(SSH_HOST)
     assert got["problems"] == []
     assert got["connection"] == "grpo_container"
     ssh = got["ssh"]
@@ -39,7 +40,7 @@ def test_over_ssh_the_inventorys_port_key_user_and_jump_host_reach_the_host():
 
 
 def test_a_command_reaches_the_container_as_one_quoted_string_on_the_host():
-    reached = container_access.access(SSH_HOST)
+    reached = reach(SSH_HOST)
     command = ["/bin/sh", "-c", "echo 'it''s' \"$HOME\" && python3 -c 'print(1)'; sleep 0"]
     argv = container_access.exec_argv(reached, "qwen-grpo", command)
     assert argv[:-1] == reached["ssh"]
@@ -47,7 +48,7 @@ def test_a_command_reaches_the_container_as_one_quoted_string_on_the_host():
 
 
 def test_jump_host_and_options_given_as_ansible_writes_them():
-    got = container_access.access(dict(SSH_HOST, ssh_common_args='-J jump -o ProxyCommand="ssh -W %h:%p -q gw"',
+    got = reach(dict(SSH_HOST, ssh_common_args='-J jump -o ProxyCommand="ssh -W %h:%p -q gw"',
                                        ssh_extra_args="-o ServerAliveInterval=30", port=None, become=False))
     assert got["problems"] == []
     assert got["ssh"][1:6] == ["-J", "jump", "-o", "ProxyCommand=ssh -W %h:%p -q gw", "-o"]
@@ -56,14 +57,13 @@ def test_jump_host_and_options_given_as_ansible_writes_them():
 
 
 def test_on_the_host_itself_without_become_the_docker_connection_stays():
-    got = container_access.access({"host": "sim910b", "connection": "local", "docker_args": "--config /etc/dk"})
+    got = reach({"host": "sim910b", "connection": "local", "docker_args": "--config /etc/dk"})
     assert got == {"connection": "community.docker.docker", "docker_extra_args": "--config /etc/dk", "ssh": [],
                    "docker": ["docker", "--config", "/etc/dk"], "problems": []}
 
 
 def test_on_the_host_itself_with_become_docker_runs_under_sudo_here():
-    got = container_access.access({"host": "npu910b", "connection": "local", "become": "true",
-                                   "become_user": "root"})
+    got = reach({"host": "npu910b", "connection": "local", "become": "true", "become_user": "root"})
     assert got["connection"] == "grpo_container" and got["ssh"] == []
     assert container_access.exec_argv(got, "c", ["id"]) == ["sudo", "-n", "-u", "root", "docker", "exec", "-i", "c",
                                                              "id"]
@@ -80,8 +80,17 @@ def test_on_the_host_itself_with_become_docker_runs_under_sudo_here():
     ({"every_host": {"ansible_become": True}}, "ansible_become is set for every host (group all)"),
 ])
 def test_settings_that_cannot_reach_the_container_are_refused_naming_the_fix(change, needle):
-    problems = container_access.access(dict(SSH_HOST, **change))["problems"]
+    problems = reach(dict(SSH_HOST, **change))["problems"]
     assert len(problems) == 1 and needle in problems[0], problems
+
+
+def test_the_engine_names_the_docker_arguments_as_its_field_and_takes_the_plugins_name():
+    """The engine knows neither the setting nor the plugin's name (a setting is called grpo_container too): the
+    filter gives both."""
+    got = container_access.access(dict(SSH_HOST, docker_args="-H ssh://root@203.0.113.10"), "through-the-host")
+    assert got["connection"] == "through-the-host"
+    (problem,) = got["problems"]
+    assert problem.startswith("{docker_args} ('-H ssh://root@203.0.113.10') points docker at another engine"), problem
 
 
 FAKE_SSH = r"""#!/bin/sh
@@ -147,7 +156,7 @@ def _fake_bin(folder):
 def test_the_connection_plugin_runs_modules_and_moves_files_through_the_hosts_login(tmp_path, spec):
     fake = _fake_bin(tmp_path / "bin")
     log = tmp_path / "calls.log"
-    reached = container_access.access(spec)
+    reached = reach(spec)
     inventory = {"all": {"children": {"envs": {"hosts": {"qwen-grpo@npu910b": {
         "ansible_connection": reached["connection"], "ansible_host": "qwen-grpo", "ansible_pipelining": True,
         "ansible_grpo_container_access": reached, "ansible_become": False,

@@ -9,6 +9,7 @@ import yaml
 from grpo_testkit import ROOT
 
 from ascend_grpo.container import container_access
+from container_filters import container_owner_problem  # noqa: E402
 
 WS_HOST, WS = "/data/grpo", "/data/grpo"
 
@@ -23,7 +24,17 @@ def _inspect(labels=None, mounts=((WS_HOST, WS),)):
 
 
 def _problem(found, purpose):
-    return container_access.owner_problem(found, "qwen-grpo", "npu1", WS_HOST, WS, purpose)
+    """The refusal as the stage shows it (the filter names the engine's {name} as npu_container_name)."""
+    return container_owner_problem(found, "qwen-grpo", "npu1", WS_HOST, WS, purpose)
+
+
+def test_the_engine_names_the_container_name_as_its_field():
+    theirs = _inspect(container_access.container_labels("/home/bob/grpo"))
+    msg = container_access.owner_problem(theirs, "qwen-grpo", "npu1", WS_HOST, WS, "recreate")
+    assert msg.startswith("{name}: the container qwen-grpo on npu1 is another workspace's"), msg
+    assert "Set {name} to a name of its own" in msg
+    assert "set {name} to another name" in container_access.owner_problem(_inspect(None), "qwen-grpo", "npu1",
+                                                                          WS_HOST, WS, "recreate")
 
 
 def test_the_labels_name_the_package_and_the_workspace():

@@ -25,6 +25,8 @@ def test_npu_smi_filters(tmp_path):
     assert len(filters["npu_smi_info"](text)["cards"]) == 8
     assert filters["npu_smi_problems"](text, [0, 1]) == []
     assert len(filters["npu_smi_problems"](text, [6])) == 1
+    # the engine's {cards}, named as the container stage's setting
+    assert "leave it out of npu_container_visible_devices" in filters["npu_smi_problems"](text, [6])[0]
     # the container stage's numbering: host card 2 is id 0 in its container, the host's 2 with mode none
     assert filters["npu_runtime_ids"]([2], "docker") == [0]
     assert filters["npu_runtime_ids"]([5, 4], "none") == [4, 5]

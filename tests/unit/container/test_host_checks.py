@@ -31,7 +31,7 @@ def test_missing_card_and_shared_node(devs):
     problems = host_checks.check_device_nodes(str(devs), [0, 3], SHARED)
     assert len(problems) == 2
     assert problems[0].startswith("device node %s/davinci3 is missing; card 3 is not on this host" % devs)
-    assert "npu_container_visible_devices" in problems[0]
+    assert "remove it from {cards}" in problems[0]  # the module names its role's setting
     assert problems[1].startswith("device node %s/hisi_hdc is missing; the NPU driver is not loaded" % devs)
 
 
@@ -55,7 +55,7 @@ def test_disk_uses_nearest_existing_parent(tmp_path):
     free, problems = host_checks.check_disk(str(tmp_path / "not" / "yet"), 0.001)
     assert free > 0 and problems == []
     free, problems = host_checks.check_disk(str(tmp_path / "not" / "yet"), 10 ** 9)
-    assert len(problems) == 1 and "npu_container_min_free_gib" in problems[0] and str(tmp_path) in problems[0]
+    assert len(problems) == 1 and "{min_free_gib}" in problems[0] and str(tmp_path) in problems[0]
 
 
 def test_what_the_workspace_already_holds_counts_as_written(tmp_path, monkeypatch):
@@ -69,7 +69,7 @@ def test_what_the_workspace_already_holds_counts_as_written(tmp_path, monkeypatc
     free, problems = host_checks.check_disk(str(workspace), free_gib + 1, why="the run's estimate: ...")
     assert len(problems) == 1
     assert "which already holds 0.0 GiB" not in problems[0] and "the run's estimate: ..." in problems[0]
-    assert "grpo_max_actor_ckpt_to_keep" in problems[0] and "npu_container_workspace_host" in problems[0]
+    assert "({max_ckpt_to_keep})" in problems[0] and "point {workspace} at a larger disk" in problems[0]
 
 
 def test_a_pull_needs_room_in_dockers_data_root(tmp_path):
@@ -80,7 +80,7 @@ def test_a_pull_needs_room_in_dockers_data_root(tmp_path):
     assert host_checks.check_image_room(str(root), 0.001, str(workspace), 0.001) == []
     (problem,) = host_checks.check_image_room(str(root), free_gib + 1, str(workspace), 0)
     assert problem.startswith("only ") and "Docker's data root %s" % root in problem
-    assert "npu_container_image_gib" in problem
+    assert "({image_gib}: " in problem
     # one disk for both: the workspace's needs count beside the image's
     (problem,) = host_checks.check_image_room(str(root), 0.001, str(workspace), free_gib + 1)
     assert "shares its disk with the workspace" in problem

@@ -24,7 +24,7 @@ def never_asked(name, opt_dirs=None):
 def test_no_card_fails_by_default_with_no_other_problem(tmp_path):
     with pytest.raises(host_checks.HostNotReady) as err:
         host_checks.preflight(bare_host(tmp_path, cards=[], fail_on_problems=True), never_asked)
-    assert err.value.msg == "no card requested: set npu_container_visible_devices, e.g. [0]"
+    assert err.value.msg == "no card requested: set {cards}, e.g. [0]"
     assert err.value.result == {"problems": []}
 
 

@@ -46,7 +46,7 @@ def test_eight_cards_with_unhealthy_and_processes():
     assert len(problems) == 3
     assert problems[0].startswith("card 3 (910B3) reports health Warning")
     assert problems[1].startswith("card 6 (910B3) reports health Critical")
-    assert "npu_container_visible_devices" in problems[1]
+    assert "leave it out of {cards}" in problems[1]  # the module and the filter name the setting
     assert problems[2].startswith("npu-smi lists no card 9 (it lists [0, 1, 2, 3, 4, 5, 6, 7])")
 
 

@@ -131,7 +131,7 @@ def test_a_full_disk_is_named_with_the_free_space_and_what_to_do(tmp_path):
     text = "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
     message = pip_runner.disk_full(text, str(tmp_path / "venvs" / "stack"))
     assert message.startswith("the disk is full (No space left on device; %s: " % tmp_path)
-    assert "MB free" in message and "then rerun" in message and "npu_container_workspace_host" in message
+    assert "MB free" in message and "then rerun" in message and "point {workspace_host} at a larger disk" in message
     assert pip_runner.disk_full("ERROR: No matching distribution found for six==0.0.42") is None
     assert pip_runner.explain_pip_error(text, []) == pip_runner.disk_full(text)
 

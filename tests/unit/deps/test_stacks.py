@@ -49,18 +49,19 @@ def test_the_stacks_are_what_each_place_chose_before():
 
 
 def test_bad_stacks_are_refused_naming_the_setting(tmp_path):
+    """The engine names the stack as {stack}; the filter (grpo_stack_profile) names grpo_stack."""
     with pytest.raises(stack_files.StackError,
-                       match=r"grpo_stack: no stack vllm0\.12 .*use one of cpu-sim, vllm0\.13\.0, "
+                       match=r"\{stack\}: no stack vllm0\.12 .*use one of cpu-sim, vllm0\.13\.0, "
                              r"vllm0\.9\.1, or the path of a stack file of your own"):
         stack_files.locate("vllm0.12", STACKS_DIR)
-    with pytest.raises(stack_files.StackError, match=r"grpo_stack must name a stack"):
+    with pytest.raises(stack_files.StackError, match=r"\{stack\} must name a stack"):
         stack_files.locate("", STACKS_DIR)
-    with pytest.raises(stack_files.StackError, match=r"grpo_stack mine: missing train, eval"):
+    with pytest.raises(stack_files.StackError, match=r"\{stack\} mine: missing train, eval"):
         stack_files.validate({"deps": "vllm0.13.0", "patch": ["vllm0.13.0"]}, "mine")
     with pytest.raises(stack_files.StackError, match=r"unknown key\(s\) evaluation"):
         stack_files.validate(dict(load("vllm0.13.0"), evaluation="x"), "mine")
     with pytest.raises(stack_files.StackError,
-                       match=r"grpo_stack mine: patch must be a non-empty list of profile names"):
+                       match=r"\{stack\} mine: patch must be a non-empty list of profile names"):
         stack_files.validate(dict(load("vllm0.13.0"), patch="vllm0.13.0"), "mine")
     own = tmp_path / "mine.yml"
     own.write_text(yaml.safe_dump(dict(load("vllm0.13.0"), deps="vllm0.9.1")))

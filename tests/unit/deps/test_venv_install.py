@@ -47,7 +47,7 @@ def test_verified_fails_on_drift_naming_the_package_and_the_setting(tmp_path):
     calls = []
     with pytest.raises(venv_install.VenvError) as err:
         venv_install.install(_params(tmp_path, state="verified"), False, _probe_only({"six": "1.15.0"}, calls))
-    assert "drift in profile t: six" in err.value.msg and "deps_pinning_accept_drift" in err.value.msg
+    assert "drift in profile t: six" in err.value.msg and "accept by name with {accept_drift} only" in err.value.msg
     assert err.value.result["report"]["drift"] == ["six"]
 
 

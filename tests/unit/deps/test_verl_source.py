@@ -15,6 +15,10 @@ import zipfile
 import pytest
 
 from grpo_testkit import run_module
+from grpo_testkit.setting_names import role_setting_names
+
+# the mapping the deps stage's task passes: the messages name its settings
+NAMES = role_setting_names("deps_pinning", "verl_source")
 
 
 def git(*args, cwd=None):
@@ -48,7 +52,7 @@ def ws(tmp_path):
 
 
 def source(ws, stamp, check=False, env=None, **extra):
-    params = dict(source=stamp, dest=str(ws / "verl"), state_dir=str(ws / ".grpo"), **extra)
+    params = dict(source=stamp, dest=str(ws / "verl"), state_dir=str(ws / ".grpo"), setting_names=NAMES, **extra)
     return run_module("verl_source", params, check=check, env=env)
 
 
@@ -279,7 +283,7 @@ def test_a_path_without_a_tree_is_refused_naming_the_setting(ws, tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     result = run_module("verl_source", {"source": {"kind": "path", "path": str(mine)}, "dest": str(mine),
-                                        "state_dir": str(ws / ".grpo")})
+                                        "state_dir": str(ws / ".grpo"), "setting_names": NAMES})
     assert result.get("failed"), result
     assert result["msg"] == ("%s holds no verl source tree (no verl/__init__.py): check deps_pinning_verl_source and "
                              "its setting." % mine)

@@ -48,5 +48,5 @@ def test_a_refused_source_fails_naming_the_tree_and_runs_nothing(tmp_path):
          "extra_index_urls": []}
     with pytest.raises(verl_checkout.ModuleFailure) as err:
         verl_checkout.source_step(p, False, lambda argv, environ_update=None: asked.append(argv))
-    assert err.value.msg.startswith("deps_pinning_verl_source must be one of git, registry, tarball, path")
+    assert err.value.msg.startswith("{source} must be one of git, registry, tarball, path")
     assert err.value.result == {"dest": p["dest"]} and asked == []

@@ -13,6 +13,7 @@ import pytest
 
 from ascend_grpo.deps import tarball_proof
 import grpo_testkit
+from grpo_testkit.setting_names import role_setting_names
 from grpo_testkit.upstream import plain_verl_tarball as plain_tarball
 
 
@@ -81,7 +82,7 @@ def test_upstream_tarball_against_another_commit_is_refused():
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(UPSTREAM, other)
     msg = str(err.value)
-    assert "deps_pinning_verl_tarball: " + UPSTREAM in msg and UPSTREAM_COMMIT in msg and other in msg
+    assert "{path}: " + UPSTREAM in msg and UPSTREAM_COMMIT in msg and other in msg
     assert NOTHING_DONE in msg
 
 
@@ -101,8 +102,8 @@ def test_another_commit_is_refused_naming_both(repo):
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(path, repo["second"])
     msg = str(err.value)
-    assert msg.startswith("deps_pinning_verl_tarball: " + path + " is verl commit " + repo["first"])
-    assert "not commit %s that deps_pinning_verl_version asks for" % repo["second"] in msg
+    assert msg.startswith("{path}: " + path + " is verl commit " + repo["first"])
+    assert "not commit %s that {commit} asks for" % repo["second"] in msg
     assert msg.endswith(NOTHING_DONE)
 
 
@@ -117,7 +118,7 @@ def test_right_commit_with_a_wrong_sha256_is_refused(repo):
     path = repo["archive"](repo["first"], "first.tar.gz")
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(path, repo["first"], sha256="0" * 64)
-    assert "deps_pinning_verl_tarball_sha256" in str(err.value) and sha256_of(path) in str(err.value)
+    assert "{sha256}" in str(err.value) and sha256_of(path) in str(err.value)
 
 
 def test_an_archive_without_a_top_folder_is_unpacked_without_stripping(repo):
@@ -151,8 +152,8 @@ def test_no_commit_id_needs_the_sha256_setting(repo, made_by):
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(path, repo["first"])
     msg = str(err.value)
-    assert "deps_pinning_verl_tarball: " + path + " carries no commit id" in msg
-    assert "set deps_pinning_verl_tarball_sha256" in msg and repo["first"] in msg and msg.endswith(NOTHING_DONE)
+    assert "{path}: " + path + " carries no commit id" in msg
+    assert "set {sha256}" in msg and repo["first"] in msg and msg.endswith(NOTHING_DONE)
 
     found = tarball_proof.prove_tarball(path, repo["first"], sha256=sha256_of(path))
     assert found["proof"] == "sha256" and found["commit"] is None and found["strip_components"] == 1
@@ -160,7 +161,7 @@ def test_no_commit_id_needs_the_sha256_setting(repo, made_by):
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(path, repo["first"], sha256="f" * 64)
     msg = str(err.value)
-    assert "has sha256 %s, not %s that deps_pinning_verl_tarball_sha256 gives" % (sha256_of(path), "f" * 64) in msg
+    assert "has sha256 %s, not %s that {sha256} gives" % (sha256_of(path), "f" * 64) in msg
     assert msg.endswith(NOTHING_DONE)
 
 
@@ -170,7 +171,7 @@ def test_a_missing_file_is_refused(tmp_path):
     path = str(tmp_path / "nowhere.tar.gz")
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(path, UPSTREAM_COMMIT)
-    assert str(err.value).startswith("deps_pinning_verl_tarball: %s does not exist" % path)
+    assert str(err.value).startswith("{path}: %s does not exist" % path)
     assert NOTHING_DONE in str(err.value)
 
 
@@ -179,14 +180,14 @@ def test_a_file_that_is_not_gzip_is_refused(tmp_path):
     path.write_text("<html>404 Not Found</html>\n")
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(str(path), UPSTREAM_COMMIT)
-    assert str(err.value).startswith("deps_pinning_verl_tarball: %s is not a gzip file" % path)
+    assert str(err.value).startswith("{path}: %s is not a gzip file" % path)
     assert NOTHING_DONE in str(err.value)
 
 
 def test_a_folder_is_refused(tmp_path):
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.prove_tarball(str(tmp_path), UPSTREAM_COMMIT)
-    assert "deps_pinning_verl_tarball: %s cannot be read" % tmp_path in str(err.value)
+    assert "{path}: %s cannot be read" % tmp_path in str(err.value)
 
 
 def test_a_truncated_or_non_tar_gzip_is_refused(repo):
@@ -200,19 +201,21 @@ def test_a_truncated_or_non_tar_gzip_is_refused(repo):
     for bad in (cut, notar):
         with pytest.raises(tarball_proof.TarballError) as err:
             tarball_proof.prove_tarball(str(bad), repo["first"])
-        assert "deps_pinning_verl_tarball: %s is not a complete .tar.gz" % bad in str(err.value)
+        assert "{path}: %s is not a complete .tar.gz" % bad in str(err.value)
 
 
 def test_bad_settings_are_named():
-    with pytest.raises(tarball_proof.TarballError, match="deps_pinning_verl_version must be a full commit"):
+    with pytest.raises(tarball_proof.TarballError, match=r"^\{commit\} must be a full commit"):
         tarball_proof.prove_tarball(UPSTREAM, "634bd935")
-    with pytest.raises(tarball_proof.TarballError, match="deps_pinning_verl_tarball_sha256 must be a sha256"):
+    with pytest.raises(tarball_proof.TarballError, match=r"^\{sha256\} must be a sha256"):
         tarball_proof.prove_tarball(UPSTREAM, UPSTREAM_COMMIT, sha256="abc")
 
 
 # --- the module, through Ansible ---------------------------------------------------------------------------------
 
 def run_module(check=False, **params):
+    """The module as the deps stage's task runs it: its messages name the stage's settings."""
+    params.setdefault("setting_names", role_setting_names("deps_pinning", "verl_tarball"))
     return grpo_testkit.run_module("verl_tarball", params, check=check)
 
 
@@ -263,7 +266,7 @@ def test_a_member_that_would_land_outside_or_is_a_device_is_refused(tmp_path, na
     with pytest.raises(tarball_proof.TarballError) as err:
         tarball_proof.read_tarball(str(path))
     assert "%s (%s)" % (name, why) in str(err.value) and NOTHING_DONE in str(err.value)
-    assert "deps_pinning_verl_tarball" in str(err.value)
+    assert "{path}" in str(err.value)
 
 
 def test_links_inside_the_tree_pass(tmp_path):

@@ -13,8 +13,12 @@ host itself, so they take the host's own login from the inventory:
 - with become on the host (a login that is not root), docker runs under ``sudo -n`` there, as the host's own tasks
   run under become; inside the container the tasks run as the container's user (its root), with no become.
 
-``access(spec)`` turns the NPU host's connection settings into what the container's connection needs;
-``exec_argv`` is the command line one task runs (the ``grpo_container`` connection plugin calls it).
+``access(spec, through_host)`` turns the NPU host's connection settings into what the container's connection
+needs; ``exec_argv`` is the command line one task runs (the ``grpo_container`` connection plugin calls it).
+
+Messages name an input as ``{field}`` (the key of ``spec``, or the argument of :func:`owner_problem`): the container
+stage's filters (python_plugins/filter_plugins/container_filters.py) name the setting each stands for
+(``{docker_args}``: npu_container_docker_cli_args; ``{name}``: npu_container_name).
 """
 
 import shlex
@@ -25,8 +29,6 @@ LOCAL = ("local", "ansible.builtin.local")
 SSH = ("ssh", "ansible.builtin.ssh")
 # community.docker's docker connection: the docker CLI on the controller, the path a local host without become keeps
 DOCKER_CLI = "community.docker.docker"
-# this package's connection plugin (python_plugins/connection_plugins/grpo_container.py)
-THROUGH_HOST = "grpo_container"
 # Reused between the tasks of a run (one SSH handshake, not one per task); %C hashes host, port and user.
 SSH_DEFAULTS = ["-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s",
                 "-o", "ControlPath=~/.ansible/cp/grpo-%C"]
@@ -48,19 +50,21 @@ def _truthy(value):
     return bool(value)
 
 
-def access(spec):
+def access(spec, through_host):
     """What the container's connection needs, from the NPU host's settings.
 
     spec: ``host`` (the inventory name), ``connection``, ``address``, ``port``, ``user``, ``private_key_file``,
     ``ssh_common_args``, ``ssh_extra_args``, ``ssh_executable``, ``become``, ``become_method``, ``become_user``,
     ``docker_args`` (npu_container_docker_cli_args), and ``every_host``: ``ansible_user``/``ansible_become`` set for
     every host (the group ``all``, as the controller's own localhost sees them), which would reach the container
-    and the controller's own tasks too.
+    and the controller's own tasks too. ``through_host``: the name of the connection plugin that runs docker
+    through the host's own login (this package's grpo_container, which the filter passes: the engine does not spell
+    it, as a setting of the same name says which container a host's tasks run in).
 
     Returns ``{connection, docker_extra_args, ssh, docker, problems}``: the connection plugin for the container,
     the docker CLI arguments community.docker's connection takes, the ssh command line up to the host (empty on
     the host itself), the docker command there (``sudo -n -u <user> docker ...`` with become), and what is wrong
-    with the settings, each naming the fix.
+    with the settings, each naming the fix (the inputs as ``{field}``).
     """
     spec = dict(spec or {})
     name = spec.get("host") or "the NPU host"
@@ -68,10 +72,10 @@ def access(spec):
     connection = str(spec.get("connection") or "ssh")
     become = _truthy(spec.get("become"))
     method = str(spec.get("become_method") or "sudo")
-    docker_args = _split(spec.get("docker_args"), "npu_container_docker_cli_args", problems)
+    docker_args = _split(spec.get("docker_args"), "{docker_args}", problems)
     if any(arg in _ENGINE_ARGS or arg.split("=", 1)[0] in _ENGINE_ARGS or "://" in arg for arg in docker_args):
         problems.append(
-            "npu_container_docker_cli_args (%r) points docker at another engine: the container is reached with the "
+            "{docker_args} (%r) points docker at another engine: the container is reached with the "
             "docker CLI of %s itself (over its own SSH login from the inventory), so remove -H/--host/--context "
             "from it" % (spec.get("docker_args"), name))
     if connection not in LOCAL + SSH:
@@ -108,7 +112,7 @@ def access(spec):
         if spec.get("user"):
             ssh += ["-l", str(spec["user"])]
         ssh += SSH_DEFAULTS + ["--", str(spec.get("address") or spec.get("host"))]
-    plugin = DOCKER_CLI if connection in LOCAL and not become else THROUGH_HOST
+    plugin = DOCKER_CLI if connection in LOCAL and not become else through_host
     return {"connection": plugin, "docker_extra_args": " ".join(docker_args), "ssh": ssh, "docker": docker,
             "problems": problems}
 
@@ -161,7 +165,8 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
     this package (made by its earlier versions, or by someone else): the container stage refuses it, since
     recreating it would end what runs in it, and says how to remove it once it is known to be the user's; the
     later stages enter it only when it binds this very workspace (``workspace_host`` at ``workspace``), as an
-    earlier version's container does, so a run started before an upgrade can still be watched and stopped."""
+    earlier version's container does, so a run started before an upgrade can still be watched and stopped.
+    The message names the container's name as ``{name}`` (the filter names its setting)."""
     if not found:
         return ""
     labels = ((found.get("Config") or {}).get("Labels")) or {}
@@ -172,8 +177,8 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
         return ""
     keep = "Nothing was changed."
     if project is not None or owner is not None:
-        return ("npu_container_name: the container %s on %s is another workspace's (labels %s=%s, %s=%s; this "
-                "workspace is %s), and the stages would %s. Set npu_container_name to a name of its own for this "
+        return ("{name}: the container %s on %s is another workspace's (labels %s=%s, %s=%s; this "
+                "workspace is %s), and the stages would %s. Set {name} to a name of its own for this "
                 "workspace; or, once you know that workspace is done with, remove the container yourself (docker "
                 "rm -f %s: the workspace on the host stays). %s"
                 % (name, host, LABEL_PROJECT, project, LABEL_WORKSPACE, owner, ws_host, verb, name, keep))
@@ -182,16 +187,16 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
     mounts = ", ".join("%s:%s" % (m.get("Source"), m.get("Destination"))
                        for m in (found.get("Mounts") or []) if m.get("Type") == "bind") or "none"
     if purpose == "recreate":
-        return ("npu_container_name: a container named %s already exists on %s without the label %s=%s this "
+        return ("{name}: a container named %s already exists on %s without the label %s=%s this "
                 "package gives its containers (made by an earlier version of it, or by someone else; its bind "
                 "mounts: %s). The container stage recreates only a container it can prove is this workspace's, "
                 "since recreating ends whatever runs in it. If it is yours (docker inspect %s shows %s mounted at "
                 "%s), remove it when no run is in it, docker rm -f %s (the workspace on the host stays), and run "
-                "the stage again; if it is not, set npu_container_name to another name. %s"
+                "the stage again; if it is not, set {name} to another name. %s"
                 % (name, host, LABEL_WORKSPACE, ws_host, mounts, name, ws_host, _norm(workspace), name, keep))
-    return ("npu_container_name: the container %s on %s carries no label %s=%s and does not mount this workspace "
+    return ("{name}: the container %s on %s carries no label %s=%s and does not mount this workspace "
             "(%s at %s; its bind mounts: %s), so the stages will not run their tasks in it: it is not this "
-            "workspace's training environment. Set npu_container_name to this workspace's container, or run the "
+            "workspace's training environment. Set {name} to this workspace's container, or run the "
             "container stage (%s), which says what to do with this one. %s"
             % (name, host, LABEL_WORKSPACE, ws_host, ws_host, _norm(workspace), mounts, rerun.command("container", rerun.inventory_args(sources)),
                keep))

@@ -1,7 +1,9 @@
 """Host checks before an NPU container is made: device nodes, driver folders, npu-smi, free disk.
 
 Plain Python (no Ansible import). Every check returns a list of problems; each problem says what is missing and
-how to fix it, naming the variable to change, so a user can act on it without reading the role.
+how to fix it, naming the input to change as ``{field}`` (an option of the ``npu_preflight`` module, which names the
+setting its role maps it to: ``{cards}`` is npu_container_visible_devices in the container stage), so a user can act
+on it without reading the role.
 """
 
 import os
@@ -77,10 +79,10 @@ def check_device_nodes(dev_dir, cards, shared_nodes):
             mode = os.stat(path).st_mode
         except FileNotFoundError:
             if name.startswith("davinci") and name[len("davinci"):].isdigit():
-                fix = ("card %s is not on this host (ls %s/davinci*): remove it from npu_container_visible_devices, "
+                fix = ("card %s is not on this host (ls %s/davinci*): remove it from {cards}, "
                        "or install/reload the NPU driver" % (name[len("davinci"):], dev_dir))
             else:
-                fix = "the NPU driver is not loaded: install the Ascend driver and reboot, or check npu_container_dev_dir"
+                fix = "the NPU driver is not loaded: install the Ascend driver and reboot, or check {dev_dir}"
             problems.append("device node %s is missing; %s" % (path, fix))
             continue
         except OSError as err:
@@ -93,7 +95,7 @@ def check_device_nodes(dev_dir, cards, shared_nodes):
 
 
 def check_dirs(dirs):
-    """``dirs``: list of (path, variable name, what it is)."""
+    """``dirs``: list of (path, the input it comes from as ``{field}``, what it is)."""
     problems = []
     for path, variable, what in dirs:
         if not os.path.isdir(path):
@@ -129,9 +131,9 @@ def check_disk(path, min_free_gib, why=""):
         held = tree_bytes(path) / GIB if os.path.isdir(path) else 0.0
         if free + held < min_free_gib:
             problems.append(
-                "only %.1f GiB free at %s for the workspace %s%s, %.1f GiB needed (npu_container_min_free_gib%s): "
-                "free space, point npu_container_workspace_host at a larger disk, keep fewer checkpoints "
-                "(grpo_max_actor_ckpt_to_keep), or set npu_container_min_free_gib to what your run needs"
+                "only %.1f GiB free at %s for the workspace %s%s, %.1f GiB needed ({min_free_gib}%s): "
+                "free space, point {workspace} at a larger disk, keep fewer checkpoints "
+                "({max_ckpt_to_keep}), or set {min_free_gib} to what your run needs"
                 % (free, where, path, " (which already holds %.1f GiB of it)" % held if held >= 0.05 else "",
                    min_free_gib, "; " + why if why else ""))
     return round(free, 1), problems
@@ -153,7 +155,7 @@ def check_image_room(docker_root, image_gib, workspace, workspace_gib):
         need = image_gib + workspace_gib
         if free >= need:
             return []
-    return ["only %.1f GiB free in Docker's data root %s for the image (npu_container_image_gib: %s GiB)%s: free "
+    return ["only %.1f GiB free in Docker's data root %s for the image ({image_gib}: %s GiB)%s: free "
             "space there (docker system prune removes unused images), move Docker's data-root to a larger disk, or "
             "load the image from a file (docker load -i cann.tar) where there is room"
             % (free, docker_root, image_gib, ", which shares its disk with the workspace (%.1f GiB more)"
@@ -168,10 +170,10 @@ def run_npu_smi(command, cards, timeout=60, run=runner.run_command):
     try:
         rc, out, err = run([command, "info"], timeout=timeout)
     except FileNotFoundError:
-        return None, ["%s not found: install the Ascend driver's npu-smi or set npu_container_npu_smi to its path "
+        return None, ["%s not found: install the Ascend driver's npu-smi or set {npu_smi} to its path "
                       "(usually /usr/local/sbin/npu-smi)" % command]
     except PermissionError:
-        return None, ["%s is not executable: chmod +x it or set npu_container_npu_smi" % command]
+        return None, ["%s is not executable: chmod +x it or set {npu_smi}" % command]
     except runner.TimeoutExpired:
         return None, ["'%s info' did not answer in %d s: the driver is hung; check dmesg and reset the card" %
                       (command, timeout)]
@@ -206,17 +208,18 @@ class HostNotReady(StageFailure):
 def preflight(p, which):
     """One call of the ``npu_preflight`` module (``p``: its arguments): the result for ``exit_json``, or
     HostNotReady when there are problems and ``p["fail_on_problems"]``. ``which``: ``module.get_bin_path`` or one
-    of its shape, to find a bare npu-smi name on the PATH or in /usr/local/sbin, /usr/local/bin."""
+    of its shape, to find a bare npu-smi name on the PATH or in /usr/local/sbin, /usr/local/bin. The problems name
+    the module's options as ``{field}`` (the module names its role's settings)."""
     if not p["cards"]:
-        msg = "no card requested: set npu_container_visible_devices, e.g. [0]"
+        msg = "no card requested: set {cards}, e.g. [0]"
         if p["fail_on_problems"]:
             raise HostNotReady(msg, {"problems": []})
         return dict(changed=False, problems=[msg], cards=[], docker_devices=[])
 
     problems = check_device_nodes(p["dev_dir"], p["cards"], p["shared_nodes"])
     problems += check_dirs([
-        (p["driver_dir"], "npu_container_driver_dir", "the driver folder"),
-        (p["addons_dir"], "npu_container_addons_dir", "the add-ons folder"),
+        (p["driver_dir"], "{driver_dir}", "the driver folder"),
+        (p["addons_dir"], "{addons_dir}", "the add-ons folder"),
     ])
     npu_smi_cmd = p["npu_smi"]
     if "/" not in npu_smi_cmd:

@@ -188,20 +188,21 @@ def parse(text):
 
 
 def check_cards(parsed, wanted):
-    """Problems with the wanted card numbers: absent from the table, or not healthy. [] when all is well."""
+    """Problems with the wanted card numbers: absent from the table, or not healthy. [] when all is well. The
+    cards are named as ``{cards}`` (the caller names the setting: npu_container_visible_devices)."""
     by_id = {card["npu"]: card for card in parsed["cards"]}
     problems = []
     for npu in wanted:
         card = by_id.get(npu)
         if card is None:
             problems.append(
-                "npu-smi lists no card %d (it lists %s): set npu_container_visible_devices to cards that exist"
+                "npu-smi lists no card %d (it lists %s): set {cards} to cards that exist"
                 % (npu, sorted(by_id) or "none")
             )
         elif card.get("health") != "OK":
             problems.append(
                 "card %d (%s) reports health %s: check 'npu-smi info -t health -i %d', clear the alarm or reset "
-                "the card, or leave it out of npu_container_visible_devices" % (npu, card.get("name"),
+                "the card, or leave it out of {cards}" % (npu, card.get("name"),
                                                                                 card.get("health"), npu)
             )
     return problems

@@ -2,6 +2,11 @@
 
 Standard library only (it runs in the training environment). ``run`` has ``module.run_command``'s shape (argv,
 environ_update) -> (rc, stdout, stderr): a module passes its own; without one, :func:`common.runner.run_command`.
+
+A message names an input as ``{field}``, an option of the modules that run pip (``pinned_venv``, ``verl_source``),
+which name the setting their role maps it to: ``{index_url}``, ``{extra_index_urls}``, ``{wheelhouse}`` (the site's
+index settings: deps_pinning_index_url... in the deps stage) and ``{workspace_host}`` (where the workspace is on the
+host, npu_container_workspace_host, when a disk is full).
 """
 
 import hashlib
@@ -197,12 +202,13 @@ def _free_mb(path):
 
 def disk_full(text, *paths):
     """When ``text`` (pip's or venv's output) says a disk is full, or a disk where ``paths`` (the venv, the download
-    folder) are has less than LOW_SPACE_MB free: what to do, with the free space there; else None."""
+    folder) are has less than LOW_SPACE_MB free: what to do, with the free space there; else None (naming
+    ``{workspace_host}``)."""
     free = [(where, mb) for where, mb in (_free_mb(path) for path in paths if path) if mb is not None]
     said = "No space left on device" in text or "Errno 28" in text
     if not said and not any(mb < LOW_SPACE_MB for _, mb in free):
         return None
-    return ("the disk is full (%s; %s). Free space there (or point npu_container_workspace_host at a larger disk), "
+    return ("the disk is full (%s; %s). Free space there (or point {workspace_host} at a larger disk), "
             "then rerun: the stage continues from what is in place, the downloads included" % (
                 "No space left on device" if said else "nearly: the likely cause",
                 "; ".join("%s: %d MB free" % pair for pair in free) or "no free space figure"))
@@ -210,20 +216,20 @@ def disk_full(text, *paths):
 
 def explain_pip_error(text, index_args):
     """pip's failure in words a user can act on. Connection trouble first: pip then also reports the package as
-    missing or conflicting, which would wrongly blame the pin."""
+    missing or conflicting, which would wrongly blame the pin. The site's index settings are named as ``{field}``."""
     lines = [l for l in text.splitlines() if l.strip() and "is ignored: it is neither" not in l]
     full = disk_full(text)
     if full:
         return full
     trouble = connection_trouble(text)
     if trouble:
-        return ("the package index does not answer (%s). Check deps_pinning_index_url / the mirror, the "
-                "proxy and CA settings, or install offline with deps_pinning_wheelhouse." % trouble)
+        return ("the package index does not answer (%s). Check {index_url} / the mirror, the "
+                "proxy and CA settings, or install offline with {wheelhouse}." % trouble)
     req = no_distribution(text)
     if req:
         return ("no distribution of %s for this platform and Python on the index (%s). Check the pin in the "
-                "profile, or the index settings (deps_pinning_index_url, deps_pinning_extra_index_urls, "
-                "deps_pinning_wheelhouse)." % (req, pins.mask_url(" ".join(index_args)) or "pip's default index"))
+                "profile, or the index settings ({index_url}, {extra_index_urls}, "
+                "{wheelhouse})." % (req, pins.mask_url(" ".join(index_args)) or "pip's default index"))
     return "\n".join(lines[-15:])
 
 
@@ -374,8 +380,8 @@ def plan(profile, paths, read_file, arch, site, python, state_dir, accept=(), cr
         ghosts = [c for c in conflicts if all(w["by"].startswith("you") for w in c["wants"])]
         if ghosts:
             raise StackError("no distribution of %s for this platform and Python on the index (%s): check the pin "
-                             "in profile %s and the index settings (deps_pinning_index_url, "
-                             "deps_pinning_extra_index_urls, deps_pinning_wheelhouse)." % (
+                             "in profile %s and the index settings ({index_url}, "
+                             "{extra_index_urls}, {wheelhouse})." % (
                                  ", ".join(c["wants"][0]["spec"] for c in ghosts),
                                  pins.mask_url(" ".join(request["index_args"])) or "pip's default index",
                                  profile["name"]))

@@ -5,7 +5,9 @@
 ``git get-tar-commit-id`` prints; Python's tarfile exposes it as ``TarFile.pax_headers["comment"]``). That id, or
 the file's sha256 for tarballs git did not make, is the proof. :func:`prove_tarball` reads the file once, as a
 stream (nothing is extracted, nothing written), and returns what it found or raises :class:`TarballError` with a
-message naming the setting to change.
+message naming the input to change as ``{field}``, an option of the ``verl_tarball`` module (``{path}``, ``{commit}``,
+``{sha256}``), which names the deps stage's setting (deps_pinning_verl_tarball, deps_pinning_verl_version,
+deps_pinning_verl_tarball_sha256).
 
 Standard library only: it runs inside the training environment.
 """
@@ -14,9 +16,10 @@ import hashlib
 import re
 import tarfile
 
-PATH_SETTING = "deps_pinning_verl_tarball"
-SHA256_SETTING = "deps_pinning_verl_tarball_sha256"
-COMMIT_SETTING = "deps_pinning_verl_version"
+# the inputs a refusal names, as the verl_tarball module's options
+PATH_FIELD = "{path}"
+SHA256_FIELD = "{sha256}"
+COMMIT_FIELD = "{commit}"
 NOTHING_DONE = "Nothing was moved or replaced."
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # sha1, or sha256 object format
@@ -26,7 +29,7 @@ _CHUNK = 1 << 20
 
 
 class TarballError(Exception):
-    """A refusal; the message names the setting at fault and says nothing was changed."""
+    """A refusal; the message names the input at fault (``{field}``) and says nothing was changed."""
 
 
 class _HashingReader(object):
@@ -63,7 +66,7 @@ def _strip_components(names):
 
 
 def _where(path, origin):
-    return "%s: %s%s" % (PATH_SETTING, path, " (downloaded from %s)" % origin if origin else "")
+    return "%s: %s%s" % (PATH_FIELD, path, " (downloaded from %s)" % origin if origin else "")
 
 
 def _nothing_done(path, origin):
@@ -120,20 +123,20 @@ def read_tarball(path, origin=None):
     except FileNotFoundError:
         raise TarballError("%s does not exist in the training environment. Set %s to a .tar.gz of verl's source "
                            "(git archive --format=tar.gz) that is there, or to a URL. %s"
-                           % (where, PATH_SETTING, done))
+                           % (where, PATH_FIELD, done))
     except OSError as err:
         raise TarballError("%s cannot be read (%s). Set %s to a readable .tar.gz of verl's source. %s"
-                           % (where, err.strerror or err, PATH_SETTING, done))
+                           % (where, err.strerror or err, PATH_FIELD, done))
     with handle:
         try:
             magic = handle.read(2)
         except OSError as err:  # a folder, or an unreadable device
             raise TarballError("%s cannot be read (%s). Set %s to a readable .tar.gz of verl's source. %s"
-                               % (where, err.strerror or err, PATH_SETTING, done))
+                               % (where, err.strerror or err, PATH_FIELD, done))
         if magic != _GZIP_MAGIC:
             raise TarballError("%s is not a gzip file (it does not start with gzip's magic bytes). Set %s to a "
                                ".tar.gz of verl's source (git archive --format=tar.gz). %s"
-                               % (where, PATH_SETTING, done))
+                               % (where, PATH_FIELD, done))
         handle.seek(0)
         reader = _HashingReader(handle)
         names, links, unsafe = [], [], []
@@ -151,7 +154,7 @@ def read_tarball(path, origin=None):
                 comment = tar.pax_headers.get("comment")
         except (tarfile.TarError, EOFError, OSError, UnicodeError, ValueError) as err:
             raise TarballError("%s is not a complete .tar.gz (%s: %s). Set %s to an intact tarball of verl's "
-                               "source. %s" % (where, type(err).__name__, err, PATH_SETTING, done))
+                               "source. %s" % (where, type(err).__name__, err, PATH_FIELD, done))
         sha256 = reader.drain()
     strip = _strip_components(names)
     for member in links:
@@ -162,7 +165,7 @@ def read_tarball(path, origin=None):
         raise TarballError("%s holds %d member(s) that would land outside the source folder or are not plain files, "
                            "folders or links inside it: %s. A source tarball never does: set %s to verl's own "
                            "(git archive --format=tar.gz). %s" % (where, len(unsafe), "; ".join(unsafe[:5]),
-                                                                   PATH_SETTING, done))
+                                                                   PATH_FIELD, done))
     commit = comment.strip().lower() if comment else None
     if commit is not None and not _COMMIT.match(commit):
         commit = None
@@ -180,28 +183,28 @@ def prove_tarball(path, commit, sha256=None, origin=None):
     wanted = (commit or "").strip().lower()
     if not _COMMIT.match(wanted):
         raise TarballError("%s must be a full commit (40 hexadecimal characters) to prove %s against, got %r. %s"
-                           % (COMMIT_SETTING, PATH_SETTING, commit, NOTHING_DONE))
+                           % (COMMIT_FIELD, PATH_FIELD, commit, NOTHING_DONE))
     expected = (sha256 or "").strip().lower()
     if expected.startswith("sha256:"):
         expected = expected[len("sha256:"):]
     if expected and not _SHA256.match(expected):
         raise TarballError("%s must be a sha256 (64 hexadecimal characters), got %r. %s"
-                           % (SHA256_SETTING, sha256, NOTHING_DONE))
+                           % (SHA256_FIELD, sha256, NOTHING_DONE))
     found = read_tarball(path, origin)
     where, done = _where(path, origin), _nothing_done(path, origin)
     if found["commit"] is not None and found["commit"] != wanted:
         raise TarballError("%s is verl commit %s (the commit id git archive stored in it), not commit %s that %s "
                            "asks for. Point %s at a tarball of %s, or set %s to %s if that is the commit you want. "
-                           "%s" % (where, found["commit"], wanted, COMMIT_SETTING, PATH_SETTING, wanted,
-                                   COMMIT_SETTING, found["commit"], done))
+                           "%s" % (where, found["commit"], wanted, COMMIT_FIELD, PATH_FIELD, wanted,
+                                   COMMIT_FIELD, found["commit"], done))
     if expected and found["sha256"] != expected:
         raise TarballError("%s has sha256 %s, not %s that %s gives: it is not the file you checked. %s"
-                           % (where, found["sha256"], expected, SHA256_SETTING, done))
+                           % (where, found["sha256"], expected, SHA256_FIELD, done))
     if found["commit"] is None and not expected:
         raise TarballError("%s carries no commit id (git archive stores one only when it archives a commit), so "
                            "nothing proves it is verl commit %s. Make it with `git archive --format=tar.gz "
                            "--prefix=verl/ %s`, or set %s to the sha256 of this tarball as published with it. %s"
-                           % (where, wanted, wanted, SHA256_SETTING, done))
+                           % (where, wanted, wanted, SHA256_FIELD, done))
     if found["strip_components"] is None:
         raise TarballError("%s holds no verl/__init__.py, neither at its top nor under one top folder: it is not "
                            "verl's source tree. %s" % (where, done))

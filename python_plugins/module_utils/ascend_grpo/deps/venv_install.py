@@ -3,7 +3,9 @@ Python.
 
 The module hands its arguments, check mode and ``run_command`` to :func:`install` and turns its answer into
 ``exit_json`` (the result) or ``fail_json`` (:class:`VenvError`): the logic is here, where a test can import it.
-pip itself runs through :mod:`pip_runner`; the pins, the plan and the drift report are :mod:`pins`'.
+pip itself runs through :mod:`pip_runner`; the pins, the plan and the drift report are :mod:`pins`'. A message names
+an input as ``{field}``, one of the module's options (``{accept_drift}``: deps_pinning_accept_drift in the deps
+stage), which the module names by its role's settings.
 """
 
 import os
@@ -185,7 +187,7 @@ class VenvInstall(object):
                       table=pins.table(report["rows"], ["package", "expected", "installed", "status"]))
         if not report["ok"] and p["fail_on_drift"]:
             _fail("drift in profile %s: %s (expected vs installed above; accept by name with "
-                  "deps_pinning_accept_drift only if you know why)" % (
+                  "{accept_drift} only if you know why)" % (
                       self.profile["name"], ", ".join(report["drift"])), **result)
         if holds and self.paths.get("verl"):
             # the later stages read this instead of recomputing where verl is (a path source included)
@@ -221,7 +223,7 @@ class VenvInstall(object):
         result["overrides"] = plan["overrides"]
         if plan["blocking"]:
             _fail("profile %s cannot keep its pins: %s. Nothing was installed. Fix the profile, or "
-                  "accept by name (deps_pinning_accept_drift: [%s]) if you know why.\n%s" % (
+                  "accept by name ({accept_drift}: [%s]) if you know why.\n%s" % (
                       self.profile["name"], ", ".join(plan["blocking"]), ", ".join(plan["blocking"]),
                       "\n".join(result["plan_lines"])), **result)
         return plan

@@ -6,6 +6,9 @@ holds: ``{"kind": "git", "repo", "commit"}``, ``{"kind": "registry", "release"}`
 "tarball", "commit"}`` or ``{"kind": "path", "path"}``. When another source is asked for, the new one is fetched
 and proven first; only then is the old tree (which may carry the patch stage's edits) moved aside under a new
 name, so a source that cannot be had leaves the workspace exactly as it was, and the message names the setting.
+A message names an input as ``{field}``, an option of the ``verl_source`` module: ``{source}`` (which source:
+deps_pinning_verl_source in the deps stage), ``{commit}``, ``{repo}``, ``{release}``, ``{tarball}`` (what the
+source's keys come from: deps_pinning_verl_version, _repo, _release, _tarball); the module names the settings.
 
 A git tree already at the pinned commit is left alone even when the patch stage has edited it; one at another
 commit is moved there only without local edits (a checkout would overwrite them).
@@ -32,7 +35,8 @@ REPLACED_TIME = "%Y%m%dT%H%M%S"  # UTC, in the name an old tree is moved aside t
 
 
 class SourceError(Exception):
-    """A refusal; the message names the setting to change and what was left as it was, every URL in it masked."""
+    """A refusal; the message names the input to change (``{field}``) and what was left as it was, every URL in it
+    masked."""
 
     def __init__(self, message):
         super().__init__(secrets.mask_url(message))
@@ -164,7 +168,7 @@ class SourceStep(object):
                  python="python3", site=None, urls=None, clock=time.gmtime):
         kind = (want or {}).get("kind")
         if kind not in KINDS:
-            raise SourceError("deps_pinning_verl_source must be one of %s, got %r. Nothing was changed."
+            raise SourceError("{source} must be one of %s, got %r. Nothing was changed."
                               % (", ".join(KINDS), kind))
         self.want, self.kind, self.dest, self.state_dir = dict(want), kind, dest, state_dir
         self.run, self.check_mode, self.clock = run, check_mode, clock
@@ -206,15 +210,15 @@ class SourceStep(object):
         self._did("move %s (%s) aside to %s" % (self.dest, describe(self.held), self.replaced))
 
     def _switch_refused(self, why):
-        return ("The verl source changed (deps_pinning_verl_source is git at %s from %s; the workspace holds %s), but "
+        return ("The verl source changed ({source} is git at %s from %s; the workspace holds %s), but "
                 "the new source cannot be had: %s. %s and the workspace are exactly as they were: make the "
-                "repository reachable, or set deps_pinning_verl_source (and its settings) back to what the "
+                "repository reachable, or set {source} (and its settings) back to what the "
                 "workspace holds." % (self.want.get("commit"), self.want.get("repo"), describe(self.held),
                                       why[:300], self.dest))
 
     def _checkout_refused(self, why):
-        return ("Cannot check out verl commit %s from %s into %s: %s. Check deps_pinning_verl_version (a full "
-                "commit that exists there) and deps_pinning_verl_repo; without GitHub use deps_pinning_verl_source: "
+        return ("Cannot check out verl commit %s from %s into %s: %s. Check {commit} (a full "
+                "commit that exists there) and {repo}; without GitHub use {source}: "
                 "registry, tarball or path. Nothing was installed." % (self.want.get("commit"),
                                                                        self.want.get("repo"), self.dest, why))
 
@@ -253,7 +257,7 @@ class SourceStep(object):
             return  # local edits (the patch stage's) at the pinned commit are not an error
         if head is None:
             raise SourceError(self._checkout_refused("it is there but not a git tree (git rev-parse HEAD fails); "
-                                                     "move it away, or use deps_pinning_verl_source: path"))
+                                                     "move it away, or use {source}: path"))
         edits = git_local_changes(self.run, self.dest)
         if edits:
             raise SourceError(self._checkout_refused(
@@ -266,8 +270,8 @@ class SourceStep(object):
             now = git_head(self.run, self.dest)
             if now != commit:
                 raise SourceError(
-                    "Cannot check out verl commit %s from %s: %s is at %s. Check deps_pinning_verl_version (a full "
-                    "commit that exists there) and deps_pinning_verl_repo. Nothing was installed."
+                    "Cannot check out verl commit %s from %s: %s is at %s. Check {commit} (a full "
+                    "commit that exists there) and {repo}. Nothing was installed."
                     % (commit, self.want.get("repo"), self.dest, now))
         self._did("check out %s in %s (was %s)" % (commit, self.dest, head))
 
@@ -298,7 +302,7 @@ class SourceStep(object):
                 k: v for k, v in self.urls.items() if v}))]
             why = pip_runner.explain_pip_error("%s\n%s" % (out or "", err or ""), shown) if rc != 0 else \
                 "pip left no verl-%s-*.whl in %s" % (release, dl)
-            tail = (", and the workspace is exactly as it was (it holds %s): set deps_pinning_verl_source back to "
+            tail = (", and the workspace is exactly as it was (it holds %s): set {source} back to "
                     "it, or make the release reachable" % (self.held or {}).get("kind", "another")) \
                 if self.switch else ""
             raise SourceError("verl==%s cannot be downloaded: %s Nothing was installed%s."
@@ -322,7 +326,7 @@ class SourceStep(object):
         found = wheel_version(self.dest, release)
         if found != release:
             raise SourceError("%s does not hold verl %s (verl-%s.dist-info/METADATA says %s): move it away, or "
-                              "check deps_pinning_verl_release." % (self.dest, release, release, found or "nothing"))
+                              "check {release}." % (self.dest, release, release, found or "nothing"))
 
     def tarball(self):
         self._move_aside()
@@ -339,7 +343,7 @@ class SourceStep(object):
                                      "--strip-components=%d" % int(self.strip_components), "--no-same-owner",
                                      "--no-same-permissions"])
             if rc != 0:
-                raise SourceError("deps_pinning_verl_tarball: %s cannot be unpacked into %s: %s. Nothing was "
+                raise SourceError("{tarball}: %s cannot be unpacked into %s: %s. Nothing was "
                                   "installed." % (self.tarball_file, self.dest, _tail(err, out) or "rc %d" % rc))
         self._did("unpack %s into %s" % (self.tarball_file, self.dest))
 
@@ -350,7 +354,7 @@ class SourceStep(object):
         getattr(self, self.kind, lambda: None)()
         tree = self._has_tree()
         if not tree and not self.check_mode:
-            raise SourceError("%s holds no verl source tree (no verl/__init__.py): check deps_pinning_verl_source "
+            raise SourceError("%s holds no verl source tree (no verl/__init__.py): check {source} "
                               "and its setting." % self.dest)
         stamp_path = os.path.join(self.state_dir, STAMP)
         if self.held != self.want:
