@@ -4,6 +4,48 @@ Filters for the multi-host cluster: the plan from the inventory, and ray start's
 """
 
 from ascend_grpo.cluster import ray_nodes, firewall
+from ascend_grpo.common import errors
+
+# The setting each port of the plan stands for (firewall.FIELDS: the engine knows the ports by these fields).
+PORT_SETTINGS = {
+    "port": "ray_cluster_port",
+    "client_port": "ray_cluster_client_port",
+    "dashboard_port": "ray_cluster_dashboard_port",
+    "dashboard_grpc_port": "ray_cluster_dashboard_grpc_port",
+    "dashboard_metrics_port": "ray_cluster_dashboard_metrics_port",
+    "autoscaler_metrics_port": "ray_cluster_autoscaler_metrics_port",
+    "node_manager_port": "ray_cluster_node_manager_port",
+    "object_manager_port": "ray_cluster_object_manager_port",
+    "agent_port": "ray_cluster_agent_port",
+    "agent_grpc_port": "ray_cluster_agent_grpc_port",
+    "runtime_env_agent_port": "ray_cluster_runtime_env_agent_port",
+    "metrics_export_port": "ray_cluster_metrics_export_port",
+    "min_worker_port": "ray_cluster_min_worker_port",
+    "max_worker_port": "ray_cluster_max_worker_port",
+}
+# The setting every other field of the cluster engines' messages stands for: the plan's head and cards
+# (ray_nodes.plan), the dashboard (ray_nodes.start_argv, firewall.protections), the firewall and the acceptance of
+# open ports (firewall.protections, firewall.one_host_problems), the container's network (one_host_problems).
+SETTINGS = dict(PORT_SETTINGS, **{
+    "head": "grpo_cluster_head",
+    "head_node": "grpo_cluster_head_node",
+    "cards": "npu_container_visible_devices",
+    "dashboard": "ray_cluster_dashboard",
+    "firewall": "ray_cluster_firewall",
+    "accept_open": "ray_cluster_accept_open_ports_without_auth",
+    "network": "npu_container_network",
+    "mode": "npu_container_mode",
+})
+
+
+def _named(value):
+    """An engine's ``{field}`` text with each field named by its setting (SETTINGS)."""
+    return errors.name_fields(value, SETTINGS, set(SETTINGS))
+
+
+def _planned(plan):
+    return dict(plan, problems=_named(plan["problems"]))
+
 
 def cluster_plan(envs, hostvars=None, head=""):
     """``{{ groups['npu_envs'] | map('extract', hostvars) | list | cluster_plan(hostvars, grpo_cluster_head) }}``.
@@ -17,18 +59,21 @@ def cluster_plan(envs, hostvars=None, head=""):
             marked = bool(hostvars[host].get("grpo_cluster_head_node", False))
         nodes.append({"name": env.get("inventory_hostname"), "host": host, "cards": list(env.get("grpo_cards") or []),
                       "head": marked})
-    return ray_nodes.plan(nodes, head or None)
+    return _planned(ray_nodes.plan(nodes, head or None))
 
 
 def cluster_nodes_plan(nodes, head=""):
     """``{{ [{name, host, cards, head}, ...] | cluster_nodes_plan(grpo_cluster_head) }}``: the plan from nodes."""
-    return ray_nodes.plan(list(nodes), head or None)
+    return _planned(ray_nodes.plan(list(nodes), head or None))
 
 
 def ray_start_argv(role, node_ip, **kwargs):
     """``{{ 'head' | ray_start_argv(ip, port=..., resources=..., dashboard=...) }}``: ``ray start``'s arguments."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None and v != ""}
-    return ray_nodes.start_argv(role, node_ip, **kwargs)
+    try:
+        return ray_nodes.start_argv(role, node_ip, **kwargs)
+    except ray_nodes.ClusterError as err:
+        raise ray_nodes.ClusterError(_named(str(err))) from None
 
 
 def cluster_node_env(base, ip, ifname):
@@ -52,18 +97,21 @@ def token_auth_supported(ray_version):
 
 def ray_port_plan(settings, dashboard="loopback", options=None):
     """``{{ {'ray_cluster_port': ..., ...} | ray_port_plan(ray_cluster_dashboard, probe.ray_options) }}``: every port
-    the stack's Ray opens, checked (a clash between two settings fails, naming both)."""
+    the stack's Ray opens, checked (a clash between two settings fails, naming both). Each row carries its
+    ``setting`` too (the worker range's: both, joined by ..), which the clashes and the cluster's record name."""
+    ports = {field: settings[name] for field, name in PORT_SETTINGS.items() if name in (settings or {})}
     try:
-        return firewall.port_plan(settings, dashboard, options)
+        rows = firewall.port_plan(ports, dashboard, options)
     except firewall.FirewallError as err:
         from ansible.errors import AnsibleFilterError
 
-        raise AnsibleFilterError(str(err)) from None
+        raise AnsibleFilterError(_named(str(err))) from None
+    return [dict(row, setting=_named(firewall.label(row))) for row in rows]
 
 
 def ray_port_settings(_ignored=None):
     """``{{ none | ray_port_settings }}``: the names of the port settings, in the plan's order."""
-    return list(firewall.SETTING_NAMES)
+    return [PORT_SETTINGS[field] for field in firewall.FIELDS]
 
 
 def ray_port_options(rows, role):
@@ -97,8 +145,8 @@ def ray_protections(token, firewall_on, dashboard, accept_open=False):
     """``{{ token | ray_protections(firewall, dashboard, accept) }}``: {ok, problems, summary}."""
     from ansible.module_utils.parsing.convert_bool import boolean
 
-    return firewall.protections(boolean(token, strict=False), boolean(firewall_on, strict=False), dashboard,
-                                boolean(accept_open, strict=False))
+    return _named(firewall.protections(boolean(token, strict=False), boolean(firewall_on, strict=False), dashboard,
+                                       boolean(accept_open, strict=False)))
 
 
 def ray_guard_ports(rows, role, own_netns):
@@ -109,7 +157,7 @@ def ray_guard_ports(rows, role, own_netns):
 def ray_one_host_problems(host_network, firewall_on, accept_open=False):
     """``{{ host_network | ray_one_host_problems(ray_cluster_firewall, accept) }}``: why a one-host run's Ray
     cannot be kept from the network (empty: it can)."""
-    return firewall.one_host_problems(bool(host_network), bool(firewall_on), bool(accept_open))
+    return _named(firewall.one_host_problems(bool(host_network), bool(firewall_on), bool(accept_open)))
 
 
 class FilterModule:

@@ -19,6 +19,7 @@ description:
   - A target that cannot be written is refused before anything runs. Supports check mode and diff.
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
@@ -104,6 +105,7 @@ written_at:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.eval import checkpoint_merge
 
 
@@ -117,13 +119,14 @@ def main():
             launches=dict(type="path"),
             inventory=dict(type="str", default=""),
             trust_remote_code=dict(type="bool", default=False),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = checkpoint_merge.merge_checkpoint(module.params, module.check_mode, module.run_command)
     except checkpoint_merge.EvalError as err:
-        module.fail_json(msg=str(err), **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

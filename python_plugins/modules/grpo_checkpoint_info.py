@@ -16,6 +16,7 @@ description:
     reports a change.
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   checkpoint_dir:
     description: The run's checkpoint folder (verl's C(trainer.default_local_dir)).
@@ -91,6 +92,7 @@ written_at:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.eval import checkpoint_merge
 
 
@@ -103,13 +105,14 @@ def main():
             launches=dict(type="path"),
             inventory=dict(type="str", default=""),
             trust_remote_code=dict(type="bool", default=False),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = checkpoint_merge.checkpoint_info(module.params)
     except checkpoint_merge.EvalError as err:
-        module.fail_json(msg=str(err), **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

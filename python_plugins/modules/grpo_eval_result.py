@@ -18,6 +18,7 @@ description:
   - Supports check mode.
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   name:
     description: Which model this is in the report (base or trained). Required by query and collected.
@@ -108,6 +109,7 @@ paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.eval import result_store
 
 MODEL_OPTIONS = ["name", "model_dir", "model", "data_file", "settings"]
@@ -129,6 +131,7 @@ def main():
             report_dir=dict(type="path"),
             inventory=dict(type="str", default=""),
             trust_remote_code=dict(type="bool", default=False),
+            setting_names=dict(type="dict", default={}),
         ),
         required_if=[("state", "query", MODEL_OPTIONS), ("state", "collected", MODEL_OPTIONS),
                      ("state", "reported", ["report_name", "reports"])],
@@ -137,7 +140,7 @@ def main():
     try:
         result = result_store.eval_result(module.params, module.check_mode)
     except result_store.EvalError as err:
-        module.fail_json(msg=str(err), **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

@@ -64,6 +64,14 @@ options:
     description: The nsenter executable (with C(pid)).
     type: path
     default: nsenter
+  firewall:
+    description:
+      - Only named, never read - the switch that turns this table off in the calling role. The fix for a host
+        without nft says to set it to false (C(setting_names) maps it to the role's setting).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -103,6 +111,7 @@ before:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.cluster import firewall, nft_table
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -117,13 +126,15 @@ def main():
             table=dict(type="str", default=firewall.TABLE),
             nft=dict(type="path", default="nft"),
             nsenter=dict(type="path", default="nsenter"),
+            firewall=dict(type="bool", default=True),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = nft_table.converge(module.params, module.check_mode, module.run_command)
     except nft_table.NftError as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

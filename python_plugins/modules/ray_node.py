@@ -47,6 +47,8 @@ options:
     description: Seconds C(ray start) or C(ray stop) may take (run under C(timeout)).
     type: int
     default: 180
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -84,6 +86,7 @@ output:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.cluster import ray_daemon, ray_nodes
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -97,6 +100,7 @@ def main():
             port=dict(type="int", default=ray_nodes.DEFAULT_PORT),
             ray=dict(type="path", default="ray"),
             timeout=dict(type="int", default=180),
+            setting_names=dict(type="dict", default={}),
         ),
         required_if=[("state", "started", ["role", "script"])],
         supports_check_mode=True,
@@ -104,7 +108,7 @@ def main():
     try:
         result = ray_daemon.converge(module.params, module.check_mode, module.run_command)
     except ray_daemon.NodeError as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

@@ -33,8 +33,8 @@ options:
     type: bool
     default: false
   ports:
-    description: The cluster's port plan (C(ray_cluster_ports) rows with setting, first, last, nodes) to look for
-      clashes in.
+    description: The cluster's port plan (C(ray_cluster_ports) rows with field, setting, first, last, nodes) to look
+      for clashes in.
     type: list
     elements: dict
     default: []
@@ -47,6 +47,8 @@ options:
     description: Seconds to wait for the plan's ports to be freed before reporting (0 looks once).
     type: int
     default: 0
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -99,7 +101,8 @@ listening:
   returned: always
   type: dict
 clashes:
-  description: The plan's settings whose port something listens on (after waiting), as "setting, port, addresses".
+  description: The plan's rows whose port something listens on (after waiting), as "setting, port, addresses" (a
+    row's setting as the plan names it, else its field).
   returned: when ports are given
   type: list
 reach:
@@ -115,6 +118,7 @@ running:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.cluster import node_probe, ray_nodes
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -127,13 +131,14 @@ def main():
             ports=dict(type="list", elements="dict", default=[]),
             role=dict(type="str", choices=["head", "worker"], default="worker"),
             wait_free=dict(type="int", default=0),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = node_probe.probe(module.params)
     except node_probe.ProbeError as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

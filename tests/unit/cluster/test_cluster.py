@@ -27,17 +27,17 @@ def test_a_marked_host_or_the_setting_names_the_head():
     assert ray_nodes.plan([node("a", [0]), node("b", [0], head=True)])["head"] == "qwen-grpo@b"
     assert ray_nodes.plan([node("a", [0]), node("b", [0], head=True)], head="a")["head_host"] == "a"
     plan = ray_nodes.plan([node("a", [0], True), node("b", [0], True)])
-    assert plan["problems"] == ["hosts a, b are all marked grpo_cluster_head_node: mark one"]
+    assert plan["problems"] == ["hosts a, b are all marked {head_node}: mark one"]
     plan = ray_nodes.plan([node("a", [0]), node("b", [0])], head="z")
-    assert "grpo_cluster_head is z, which is not an NPU host (they are a, b)" in plan["problems"][0]
+    assert "{head} is z, which is not an NPU host (they are a, b)" in plan["problems"][0]
 
 
 def test_unequal_cards_are_refused_naming_the_hosts_and_the_setting():
     plan = ray_nodes.plan([node("a", [0, 1, 2, 3, 4, 5, 6, 7]), node("b", [0, 1, 2, 3])])
     assert plan["problems"] == [
         "the hosts offer different numbers of cards (b: 4; a: 8), but verl gives every node the same "
-        "trainer.n_gpus_per_node: set npu_container_visible_devices to as many cards on each host"]
-    assert "has no card" in ray_nodes.plan([node("a", [0]), node("b", [])])["problems"][0]
+        "trainer.n_gpus_per_node: set {cards} to as many cards on each host"]
+    assert "has no card in {cards}" in ray_nodes.plan([node("a", [0]), node("b", [])])["problems"][0]
     assert ray_nodes.plan([])["problems"] == ["no NPU host in the inventory: list the hosts under npu_hosts"]
 
 
@@ -65,7 +65,7 @@ def test_the_head_keeps_its_dashboard_on_loopback_and_names_its_private_address(
                     '--resources={"NPU":8}', "--disable-usage-stats"]
     assert "--include-dashboard=false" in ray_nodes.start_argv("head", "10.0.0.11", dashboard="off")
     assert "--dashboard-host=0.0.0.0" in ray_nodes.start_argv("head", "10.0.0.11", dashboard="all")
-    with pytest.raises(ray_nodes.ClusterError, match="ray_cluster_dashboard"):
+    with pytest.raises(ray_nodes.ClusterError, match=r"\{dashboard\} is one of"):
         ray_nodes.start_argv("head", "10.0.0.11", dashboard="public")
 
 
@@ -103,7 +103,7 @@ def test_a_port_that_answers_and_one_that_refuses():
 def test_a_failed_join_says_why():
     why = ray_nodes.join_failure("", "10.0.0.11", 6379, "timed out after 5s (a firewall dropping the port, or a "
                                  "wrong address)")
-    assert why.startswith("cannot reach the head at 10.0.0.11:6379 (timed out") and "ray_cluster_head_address" in why
+    assert why.startswith("cannot reach the head at 10.0.0.11:6379 (timed out") and "({head_address})" in why
     why = ray_nodes.join_failure("", "10.0.0.11", 6379, None, head_version="2.41.0", own_version="2.60.0")
     assert why.startswith("version mismatch: the head runs Ray 2.41.0, this node Ray 2.60.0") and "deps" in why
     assert ray_nodes.join_failure("boom\nlast line\n", "h", 1, None) == "ray start failed: boom | last line"
@@ -112,7 +112,7 @@ def test_a_failed_join_says_why():
               "RpcError: RPC error: Received http2 header with status: 404 rpc_code: 12\n")
     why = ray_nodes.join_failure(output, "10.255.255.1", 6379, None)
     assert why.startswith("something answers at 10.255.255.1:6379, but it is not a Ray head of this version (Failed")
-    assert "ray_cluster_head_address" in why
+    assert "Check {head_address} and {port}: they must name the head's Ray" in why
     # what a node with another token met (Ray 2.60 with RAY_AUTH_MODE=token, on the simulated hosts)
     output = ("gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: RPC error: "
               "InvalidAuthToken: Authentication token is missing or incorrect\n")
@@ -175,6 +175,27 @@ def test_the_plan_filter_reads_each_environment_and_the_head_mark_on_its_npu_hos
     plan = cluster_filters.cluster_plan(envs, hostvars, "")
     assert (plan["head"], plan["workers"], plan["nnodes"]) == ("qwen-grpo@b", ["qwen-grpo@a"], 2)
     assert cluster_filters.cluster_plan(envs, hostvars, "a")["head"] == "qwen-grpo@a"
+
+
+def test_the_plan_filters_name_the_settings_of_the_plans_problems():
+    """The engine names its inputs ({head}, {head_node}, {cards}); the filters, the role layer, name the settings."""
+    envs = [{"inventory_hostname": "qwen-grpo@a", "grpo_npu_host": "a", "grpo_cards": [0]},
+            {"inventory_hostname": "qwen-grpo@b", "grpo_npu_host": "b", "grpo_cards": [0]}]
+    marked = FakeHostVars(a={"grpo_cluster_head_node": True}, b={"grpo_cluster_head_node": True})
+    assert cluster_filters.cluster_plan(envs, marked, "")["problems"] == [
+        "hosts a, b are all marked grpo_cluster_head_node: mark one"]
+    assert "grpo_cluster_head is z, which is not an NPU host (they are a, b)" in cluster_filters.cluster_plan(
+        envs, FakeHostVars(a={}, b={}), "z")["problems"][0]
+    assert cluster_filters.cluster_nodes_plan([node("a", [0, 1, 2, 3, 4, 5, 6, 7]), node("b", [0, 1, 2, 3])])[
+        "problems"] == ["the hosts offer different numbers of cards (b: 4; a: 8), but verl gives every node the same "
+                        "trainer.n_gpus_per_node: set npu_container_visible_devices to as many cards on each host"]
+    assert "has no card in npu_container_visible_devices" in cluster_filters.cluster_nodes_plan(
+        [node("a", [0]), node("b", [])])["problems"][0]
+
+
+def test_the_start_argv_filter_names_the_dashboard_setting():
+    with pytest.raises(ray_nodes.ClusterError, match="^ray_cluster_dashboard is one of loopback, off, all, not 'public'$"):
+        cluster_filters.ray_start_argv("head", "10.0.0.11", dashboard="public")
 
 
 def test_ray_start_argv_filter_drops_unset_counts():

@@ -13,8 +13,11 @@ import shutil
 import socket
 import subprocess
 
+import cluster_filters
 import pytest
+from ansible.errors import AnsibleFilterError
 from grpo_testkit import run_module
+from grpo_testkit.setting_names import role_setting_names
 
 from ascend_grpo.cluster import firewall
 
@@ -76,11 +79,41 @@ def test_the_cluster_stage_passes_the_pinned_ports_to_ray_start():
     ({"ray_cluster_client_port": 80}, "ray_cluster_client_port is 80: give a TCP port from 1024 to 65535"),
     ({"ray_cluster_port": "six"}, "ray_cluster_port is 'six': give a TCP port number"),
     ({"ray_cluster_min_worker_port": 20000, "ray_cluster_max_worker_port": 20010},
-     "the range must hold at least 16 ports"),
+     "ray_cluster_min_worker_port is 20000 and ray_cluster_max_worker_port 20010: the range must hold at least 16 "
+     "ports"),
 ])
 def test_a_port_setting_that_clashes_or_is_out_of_range_is_refused_by_name(settings, message):
-    with pytest.raises(firewall.FirewallError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        firewall.port_plan(settings)
+    """The cluster stage's filter (the role layer) names the settings the engine's fields stand for."""
+    with pytest.raises(AnsibleFilterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cluster_filters.ray_port_plan(settings)
+
+
+@pytest.mark.parametrize("ports, message", [
+    ({"agent_port": 6379}, "{port} (6379) and {agent_port} (6379) share a port"),
+    ({"node_manager_port": 10500},
+     "{node_manager_port} (10500) and {min_worker_port}..{max_worker_port} (10002-19999) share a port"),
+    ({"client_port": 80}, "{client_port} is 80: give a TCP port from 1024 to 65535"),
+    ({"port": "six"}, "{port} is 'six': give a TCP port number"),
+    ({"min_worker_port": 20000, "max_worker_port": 20010},
+     "{min_worker_port} is 20000 and {max_worker_port} 20010: the range must hold at least 16 ports"),
+])
+def test_the_engine_refuses_a_port_naming_its_fields(ports, message):
+    with pytest.raises(firewall.FirewallError) as err:
+        firewall.port_plan(ports)
+    assert message in str(err.value)
+
+
+def test_the_filters_plan_rows_carry_their_settings_for_the_clashes_and_the_record():
+    names = cluster_filters.ray_port_settings()
+    assert names[0] == "ray_cluster_port" and names[-2:] == ["ray_cluster_min_worker_port",
+                                                             "ray_cluster_max_worker_port"]
+    rows = cluster_filters.ray_port_plan({name: None for name in names})
+    assert [firewall.span(r) for r in rows] == DEFAULT_PORTS
+    record = cluster_filters.ray_port_record(rows)
+    assert record["ray_cluster_agent_port"] == "52365"
+    assert record["ray_cluster_min_worker_port..ray_cluster_max_worker_port"] == "10002-19999"
+    assert cluster_filters.ray_port_clashes(rows, {"6380": ["0.0.0.0"]}, "worker") == [
+        "ray_cluster_node_manager_port: port 6380 is already in use (listening on 0.0.0.0)"]
 
 
 def test_the_rules_for_three_nodes():
@@ -113,14 +146,20 @@ def test_the_rules_for_three_nodes():
 
 
 def test_a_tokenless_cluster_without_the_firewall_is_refused_naming_the_acceptance_setting():
-    refused = firewall.protections(token=False, firewall=False, dashboard="loopback")
+    refused = cluster_filters.ray_protections(False, False, "loopback")
     assert not refused["ok"]
     assert "ray_cluster_accept_open_ports_without_auth: true" in refused["problems"][0]
     assert "Turn ray_cluster_firewall on" in refused["problems"][0]
-    accepted = firewall.protections(token=False, firewall=False, dashboard="loopback", accept_open=True)
+    accepted = cluster_filters.ray_protections(False, False, "loopback", True)
     assert accepted["ok"] and accepted["summary"] == (
         "token authentication off (this Ray has none); firewall off (accepted: "
         "ray_cluster_accept_open_ports_without_auth); dashboard on the head's loopback")
+    # the engine names its inputs; the filter above, the settings
+    refused = firewall.protections(token=False, firewall=False, dashboard="loopback")
+    assert not refused["ok"]
+    assert "{accept_open}: true" in refused["problems"][0] and "Turn {firewall} on" in refused["problems"][0]
+    accepted = firewall.protections(token=False, firewall=False, dashboard="loopback", accept_open=True)
+    assert accepted["ok"] and "firewall off (accepted: {accept_open})" in accepted["summary"]
     assert firewall.protections(token=False, firewall=True, dashboard="loopback")["ok"]
     assert firewall.protections(token=True, firewall=False, dashboard="off")["ok"]
     assert firewall.protections(token=True, firewall=True, dashboard="loopback")["summary"] == (
@@ -129,8 +168,10 @@ def test_a_tokenless_cluster_without_the_firewall_is_refused_naming_the_acceptan
 
 
 def test_the_dashboard_on_every_address_is_refused_without_a_token_even_behind_the_firewall():
-    refused = firewall.protections(token=False, firewall=True, dashboard="all")
+    refused = cluster_filters.ray_protections(False, True, "all")
     assert not refused["ok"] and refused["problems"][0].startswith("ray_cluster_dashboard is all, but this stack's Ray")
+    refused = firewall.protections(token=False, firewall=True, dashboard="all")
+    assert not refused["ok"] and refused["problems"][0].startswith("{dashboard} is all, but this stack's Ray")
     assert firewall.protections(token=True, firewall=True, dashboard="all")["ok"]
 
 
@@ -160,10 +201,14 @@ def test_a_port_in_use_on_this_machine_is_seen_and_named_as_a_clash():
         with open("/proc/net/tcp", encoding="ascii") as handle:
             listening = firewall.listening_ports(handle.read())
         assert listening[port] == ["127.0.0.1"]
-        rows = firewall.port_plan({"ray_cluster_agent_port": port}) if not 10002 <= port <= 19999 else \
-            firewall.port_plan({"ray_cluster_agent_port": port, "ray_cluster_min_worker_port": 30000,
-                                "ray_cluster_max_worker_port": 30100})
+        settings = {"ray_cluster_agent_port": port} if not 10002 <= port <= 19999 else \
+            {"ray_cluster_agent_port": port, "ray_cluster_min_worker_port": 30000, "ray_cluster_max_worker_port": 30100}
+        rows = cluster_filters.ray_port_plan(settings)
         assert firewall.clashes(rows, listening, "worker") == [("ray_cluster_agent_port", port, ["127.0.0.1"])]
+        # the engine's own rows are named by their fields
+        fields = {key[len("ray_cluster_"):]: value for key, value in settings.items()}
+        assert firewall.clashes(firewall.port_plan(fields), listening, "worker") == [("agent_port", port,
+                                                                                     ["127.0.0.1"])]
 
 
 # The module, for real: nft run through nsenter in a network namespace of its own (a process made with unshare -n),
@@ -210,7 +255,8 @@ def test_the_module_loads_the_table_once_follows_the_members_shows_check_mode_an
 
 
 def test_without_nft_the_check_fails_naming_the_package_and_absent_has_nothing_to_remove():
-    missing = run_module("ray_firewall", {"state": "check", "nft": "/nonexistent/nft"})
+    missing = run_module("ray_firewall", {"state": "check", "nft": "/nonexistent/nft",
+                                          "setting_names": role_setting_names("ray_cluster", "ray_firewall")})
     assert missing["failed"] and "install nftables on the host" in missing["msg"]
     assert "ray_cluster_firewall" in missing["msg"]
     assert run_module("ray_firewall", {"state": "absent", "nft": "/nonexistent/nft"})["changed"] is False
@@ -249,13 +295,19 @@ def test_the_ephemeral_range_joins_rays_ports_without_overlapping_spans():
 
 
 def test_one_host_on_the_hosts_network_or_without_the_firewall_is_refused_naming_the_ways_out():
-    assert firewall.one_host_problems(host_network=False, firewall_on=True) == []
-    host = firewall.one_host_problems(host_network=True, firewall_on=True)
+    assert cluster_filters.ray_one_host_problems(False, True) == []
+    host = cluster_filters.ray_one_host_problems(True, True)
     assert len(host) == 1 and "npu_container_network: host" in host[0] and "npu_container_mode: none" in host[0]
     assert "Leave npu_container_network empty" in host[0]
     assert "ray_cluster_accept_open_ports_without_auth: true" in host[0]
-    off = firewall.one_host_problems(host_network=False, firewall_on=False)
+    off = cluster_filters.ray_one_host_problems(False, False)
     assert len(off) == 1 and "Turn ray_cluster_firewall on" in off[0]
+    assert cluster_filters.ray_one_host_problems(True, False, True) == []
+    # the engine names its inputs; the filter above, the settings
+    host = firewall.one_host_problems(host_network=True, firewall_on=True)
+    assert "({network}: host, or {mode}: none)" in host[0] and "Leave {network} empty" in host[0]
+    assert "{accept_open}: true" in host[0]
+    assert "Turn {firewall} on" in firewall.one_host_problems(host_network=False, firewall_on=False)[0]
     assert firewall.one_host_problems(host_network=True, firewall_on=False, accept_open=True) == []
 
 

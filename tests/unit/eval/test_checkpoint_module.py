@@ -8,6 +8,7 @@ import os
 import pytest
 
 from grpo_testkit import run_module
+from grpo_testkit.setting_names import role_setting_names
 
 # Behaves like `python -m verl.model_merger merge --backend fsdp --local_dir A --target_dir T`: writes what the
 # real merger writes (weights, config, the tokenizer files training saved), or fails when told to.
@@ -45,12 +46,16 @@ def run(tmp_path):
         (actor / "huggingface" / "chat_template.jinja").write_text("{{ trained template }}")
     (ck / "latest_checkpointed_iteration.txt").write_text("2")
 
+    # as the eval stage runs them: their messages name its settings
     def call(env=None, check=False, **args):
-        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), python=str(python), **args)
+        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), python=str(python),
+                      setting_names=role_setting_names("grpo_eval", "grpo_checkpoint"), **args)
         return run_module("grpo_checkpoint", params, check=check, env=env)
 
     def info(**args):
         return run_module("grpo_checkpoint_info", dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"),
+                                                       setting_names=role_setting_names("grpo_eval",
+                                                                                        "grpo_checkpoint_info"),
                                                        **args))
 
     call.tmp = tmp_path

@@ -79,7 +79,7 @@ def test_a_missing_base_model_names_the_setting_to_point_elsewhere(tmp_path):
     with pytest.raises(result_store.EvalError) as err:
         result_store.eval_result(params, False)
     assert "the base model's model folder" in str(err.value) and "run the assets stage" in str(err.value)
-    assert "grpo_eval_base_model_dir" in str(err.value)
+    assert "or set {model_dir} to a Hugging Face model folder" in str(err.value)
 
 
 @pytest.mark.parametrize("read, words", [

@@ -54,7 +54,7 @@ def test_a_step_cut_during_its_save_is_neither_picked_nor_merged(tmp_path, cut):
     assert checkpoint_pick.pick(ck)["step"] == 2
     with pytest.raises(checkpoint_pick.EvalError) as err:
         checkpoint_pick.pick(ck, 3)
-    assert "grpo_eval_step: step 3 in %s was cut during its save" % ck in str(err.value)
+    assert "{step}: step 3 in %s was cut during its save" % ck in str(err.value)
     assert "saved steps: 1, 2" in str(err.value)
 
 
@@ -75,7 +75,7 @@ def test_pick_refuses_a_step_that_was_not_saved_naming_the_saved_ones(tmp_path):
     ck = _checkpoints(str(tmp_path), [70, 140, 145], latest=145)
     with pytest.raises(checkpoint_pick.EvalError) as err:
         checkpoint_pick.pick(ck, 100)
-    assert "grpo_eval_step: step 100 was not saved" in str(err.value)
+    assert "{step}: step 100 was not saved" in str(err.value)
     assert "saved steps: 70, 140, 145" in str(err.value)
 
 
@@ -95,7 +95,7 @@ def test_pick_without_record_takes_the_newest_saved(tmp_path):
 
 
 def test_pick_refuses_a_missing_folder_and_an_empty_one(tmp_path):
-    with pytest.raises(checkpoint_pick.EvalError, match="grpo_eval_checkpoint_dir: .* does not exist. Train first"):
+    with pytest.raises(checkpoint_pick.EvalError, match=r"\{checkpoint_dir\}: .* does not exist. Train first"):
         checkpoint_pick.pick(str(tmp_path / "none"))
     os.makedirs(tmp_path / "empty" / "global_step_1")
     with pytest.raises(checkpoint_pick.EvalError, match="holds no saved step"):

@@ -14,48 +14,58 @@ import ipaddress
 import re
 
 TABLE = "grpo_ray"
-# (setting, ray start option or environment variable, which nodes listen on it). Measured with Ray 2.41.0 (the
+# (field, ray start option or environment variable, which nodes listen on it). Measured with Ray 2.41.0 (the
 # guide's) started with every option below: an idle head listens on exactly these, plus the worker range once
 # workers (and the run's driver) start. Without them Ray picks the dashboard's gRPC port, the agents' and the
 # metrics ports at random; the two metrics ports of the head's monitor and dashboard are fixed (44217, 44227) and
-# only their environment variables move them. The worker range is two settings, one option each.
-PORT_SETTINGS = (
-    ("ray_cluster_port", "--port", "head", 6379),
-    ("ray_cluster_client_port", "--ray-client-server-port", "head", 10001),
-    ("ray_cluster_dashboard_port", "--dashboard-port", "head", 8265),
-    ("ray_cluster_dashboard_grpc_port", "--dashboard-grpc-port", "head", 8266),
-    ("ray_cluster_dashboard_metrics_port", "DASHBOARD_METRIC_PORT", "head", 44227),
-    ("ray_cluster_autoscaler_metrics_port", "AUTOSCALER_METRIC_PORT", "head", 44217),
-    ("ray_cluster_node_manager_port", "--node-manager-port", "all", 6380),
-    ("ray_cluster_object_manager_port", "--object-manager-port", "all", 6381),
-    ("ray_cluster_agent_port", "--dashboard-agent-listen-port", "all", 52365),
-    ("ray_cluster_agent_grpc_port", "--dashboard-agent-grpc-port", "all", 52366),
-    ("ray_cluster_runtime_env_agent_port", "--runtime-env-agent-port", "all", 52367),
-    ("ray_cluster_metrics_export_port", "--metrics-export-port", "all", 52368),
+# only their environment variables move them. The worker range is two fields, one option each. A field is the
+# port's name here and in messages ({field}); the cluster stage's filters name each by its setting
+# (ray_cluster_<field>).
+PORT_FIELDS = (
+    ("port", "--port", "head", 6379),
+    ("client_port", "--ray-client-server-port", "head", 10001),
+    ("dashboard_port", "--dashboard-port", "head", 8265),
+    ("dashboard_grpc_port", "--dashboard-grpc-port", "head", 8266),
+    ("dashboard_metrics_port", "DASHBOARD_METRIC_PORT", "head", 44227),
+    ("autoscaler_metrics_port", "AUTOSCALER_METRIC_PORT", "head", 44217),
+    ("node_manager_port", "--node-manager-port", "all", 6380),
+    ("object_manager_port", "--object-manager-port", "all", 6381),
+    ("agent_port", "--dashboard-agent-listen-port", "all", 52365),
+    ("agent_grpc_port", "--dashboard-agent-grpc-port", "all", 52366),
+    ("runtime_env_agent_port", "--runtime-env-agent-port", "all", 52367),
+    ("metrics_export_port", "--metrics-export-port", "all", 52368),
 )
-WORKER_SETTINGS = (("ray_cluster_min_worker_port", 10002), ("ray_cluster_max_worker_port", 19999))
+WORKER_FIELDS = (("min_worker_port", 10002), ("max_worker_port", 19999))
 # Ray's own defaults where it has them; the role's defaults/main.yml sets the same values (the role passes every
 # setting, so these count only for a caller that leaves one out).
-DEFAULTS = dict([(row[0], row[3]) for row in PORT_SETTINGS] + list(WORKER_SETTINGS))
-SETTING_NAMES = tuple(DEFAULTS)
-DASHBOARD_SETTINGS = ("ray_cluster_dashboard_port", "ray_cluster_dashboard_grpc_port", "ray_cluster_dashboard_metrics_port")
+DEFAULTS = dict([(row[0], row[3]) for row in PORT_FIELDS] + list(WORKER_FIELDS))
+FIELDS = tuple(DEFAULTS)
+DASHBOARD_FIELDS = ("dashboard_port", "dashboard_grpc_port", "dashboard_metrics_port")
+# the worker range's row: both its fields
+WORKER_RANGE = "..".join(field for field, _default in WORKER_FIELDS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class FirewallError(Exception):
-    """A port setting, a member address or a ruleset that cannot be used, saying which and why."""
+    """A port, a member address or a ruleset that cannot be used, saying which ({field}) and why."""
 
 
-def _port(setting, value):
+def label(row):
+    """A plan row's name in a message: ``{field}``, or ``{min_worker_port}..{max_worker_port}`` for the worker
+    range (the caller renders each field as its setting: ascend_grpo.common.errors.name_fields)."""
+    return "..".join("{%s}" % field for field in row["field"].split(".."))
+
+
+def _port(field, value):
     if isinstance(value, bool):
-        raise FirewallError("%s is %r: give a TCP port number (1024-65535)" % (setting, value))
+        raise FirewallError("{%s} is %r: give a TCP port number (1024-65535)" % (field, value))
     try:
         port = int(str(value).strip())
     except ValueError:
-        raise FirewallError("%s is %r: give a TCP port number (1024-65535)" % (setting, value)) from None
+        raise FirewallError("{%s} is %r: give a TCP port number (1024-65535)" % (field, value)) from None
     if not 1024 <= port <= 65535:
-        raise FirewallError("%s is %d: give a TCP port from 1024 to 65535 (Ray runs no privileged port)"
-                            % (setting, port))
+        raise FirewallError("{%s} is %d: give a TCP port from 1024 to 65535 (Ray runs no privileged port)"
+                            % (field, port))
     return port
 
 
@@ -70,34 +80,33 @@ def _any_port(item, value):
     return port
 
 
-def port_plan(settings, dashboard="loopback", options=None):
-    """Every port Ray opens, from the settings: [{"setting", "option", "nodes", "first", "last"}], in the order of
-    PORT_SETTINGS then the worker range. ``settings`` maps setting names to values (missing: Ray's default, as in
+def port_plan(ports, dashboard="loopback", options=None):
+    """Every port Ray opens: [{"field", "option", "nodes", "first", "last"}], in the order of PORT_FIELDS then the
+    worker range (field WORKER_RANGE). ``ports`` maps fields (FIELDS) to values (missing: Ray's default, as in
     DEFAULTS). The dashboard's ports are left out when it is off, and so is a port whose option the stack's
     ``ray start`` does not take (``options``, its option names; None: all of them), as Ray 2.60's dashboard, which
     has no gRPC server and no --dashboard-grpc-port. Refuses a port out of range, a worker range upside
-    down or too small, and two settings that share a port, naming both."""
+    down or too small, and two fields that share a port, naming both as ``{field}``."""
     values = dict(DEFAULTS)
-    values.update({k: v for k, v in (settings or {}).items() if v is not None and v != ""})
+    values.update({k: v for k, v in (ports or {}).items() if v is not None and v != ""})
     rows = []
-    for setting, option, nodes, _default in PORT_SETTINGS:
-        if setting in DASHBOARD_SETTINGS and dashboard == "off":
+    for field, option, nodes, _default in PORT_FIELDS:
+        if field in DASHBOARD_FIELDS and dashboard == "off":
             continue
         if options is not None and option.startswith("--") and option not in options:
             continue
-        port = _port(setting, values[setting])
-        rows.append({"setting": setting, "option": option, "nodes": nodes, "first": port, "last": port})
-    low, high = (_port(s, values[s]) for s, _default in WORKER_SETTINGS)
+        port = _port(field, values[field])
+        rows.append({"field": field, "option": option, "nodes": nodes, "first": port, "last": port})
+    low, high = (_port(f, values[f]) for f, _default in WORKER_FIELDS)
     if high < low + 15:
-        raise FirewallError("ray_cluster_min_worker_port is %d and ray_cluster_max_worker_port %d: the range must "
-                            "hold at least 16 ports (every Ray worker process takes one)" % (low, high))
-    rows.append({"setting": "ray_cluster_min_worker_port..ray_cluster_max_worker_port", "option": None,
-                 "nodes": "all", "first": low, "last": high})
+        raise FirewallError("{min_worker_port} is %d and {max_worker_port} %d: the range must hold at least 16 "
+                            "ports (every Ray worker process takes one)" % (low, high))
+    rows.append({"field": WORKER_RANGE, "option": None, "nodes": "all", "first": low, "last": high})
     for i, row in enumerate(rows):
         for other in rows[i + 1:]:
             if row["first"] <= other["last"] and other["first"] <= row["last"]:
                 raise FirewallError("%s (%s) and %s (%s) share a port: give each its own"
-                                    % (row["setting"], span(row), other["setting"], span(other)))
+                                    % (label(row), span(row), label(other), span(other)))
     return rows
 
 
@@ -271,37 +280,39 @@ def _address(hexaddr):
 
 
 def clashes(rows, listening, role):
-    """The port settings whose port something already listens on (this node's Ray not running): [(setting, port,
-    addresses)]."""
+    """The plan's rows whose port something already listens on (this node's Ray not running): [(name, port,
+    addresses)]. A row's name is the one its caller gave it (``setting``: the cluster stage's filter names each row
+    by its setting, and the ray_node_info module gets those rows), else its field."""
     out = []
     for row in rows:
         if row["nodes"] == "head" and role != "head":
             continue
         for port in listening:
             if row["first"] <= port <= row["last"]:
-                out.append((row["setting"], port, listening[port]))
+                out.append((row.get("setting") or row["field"], port, listening[port]))
     return out
 
 
 def protections(token, firewall, dashboard, accept_open=False):
     """What the cluster stage may form, and the summary of what protects it. Refuses a cluster without token
     authentication whose ports nothing firewalls (unless ray_cluster_accept_open_ports_without_auth) and a dashboard
-    on every address without token authentication. -> {"ok", "problems", "summary"}."""
+    on every address without token authentication. -> {"ok", "problems", "summary"}, naming the inputs as
+    ``{firewall}``, ``{accept_open}`` and ``{dashboard}`` (the ray_protections filter names their settings)."""
     problems = []
     if not token and not firewall and not accept_open:
         problems.append(
-            "this stack's Ray has no token authentication (it came with Ray 2.52) and ray_cluster_firewall is off: "
-            "anyone who reaches the nodes' Ray ports could run code on them. Turn ray_cluster_firewall on (it needs "
-            "nftables on every host), or set ray_cluster_accept_open_ports_without_auth: true if your own firewall "
+            "this stack's Ray has no token authentication (it came with Ray 2.52) and {firewall} is off: "
+            "anyone who reaches the nodes' Ray ports could run code on them. Turn {firewall} on (it needs "
+            "nftables on every host), or set {accept_open}: true if your own firewall "
             "or security group already keeps everyone but the cluster's nodes away from these ports")
     if dashboard == "all" and not token:
         problems.append(
-            "ray_cluster_dashboard is all, but this stack's Ray has no token authentication: the dashboard's job API "
+            "{dashboard} is all, but this stack's Ray has no token authentication: the dashboard's job API "
             "would run code for anyone who reaches its port. Use loopback (reach it through an SSH tunnel) or off")
     summary = "token authentication %s; firewall %s; dashboard %s" % (
         "on" if token else "off (this Ray has none)",
         "on (Ray's ports for the cluster's nodes only)" if firewall else
-        ("off (accepted: ray_cluster_accept_open_ports_without_auth)" if accept_open else "off"),
+        ("off (accepted: {accept_open})" if accept_open else "off"),
         {"loopback": "on the head's loopback", "off": "off", "all": "on every address"}.get(dashboard, dashboard))
     return {"ok": not problems, "problems": problems, "summary": summary}
 
@@ -313,21 +324,22 @@ def one_host_problems(host_network, firewall_on, accept_open=False):
     network (``npu_container_network: host``, or ``npu_container_mode: none``) there is no namespace of the
     run's own: covering every port would cut the host off, and Ray's random ports cannot be pinned. Refused then,
     as with the firewall off, unless ray_cluster_accept_open_ports_without_auth says the user's own firewall does
-    it. -> [problem, ...]"""
+    it. -> [problem, ...], naming the inputs as ``{firewall}``, ``{accept_open}``, ``{network}`` and ``{mode}``
+    (the ray_one_host_problems filter names their settings)."""
     if accept_open:
         return []
     if not firewall_on:
-        return ["ray_cluster_firewall is off: on one host verl's Ray listens on the container's address at random "
+        return ["{firewall} is off: on one host verl's Ray listens on the container's address at random "
                 "ports, the dashboard agent's job API among them, and the guide's Ray 2.41 has no authentication: "
                 "any machine or container that reaches it could run code in the training environment. Turn "
-                "ray_cluster_firewall on (nftables on the host), or set ray_cluster_accept_open_ports_without_auth: "
+                "{firewall} on (nftables on the host), or set {accept_open}: "
                 "true if your own firewall or security group already keeps everyone else away"]
     if host_network:
-        return ["one NPU host with the host's network (npu_container_network: host, or npu_container_mode: none): "
+        return ["one NPU host with the host's network ({network}: host, or {mode}: none): "
                 "verl's Ray would listen on the host's own addresses at random ports no firewall can pin, the "
                 "dashboard agent's job API among them, reachable from the whole network. Leave "
-                "npu_container_network empty (Docker's bridge: the run gets a network namespace of its own, which "
+                "{network} empty (Docker's bridge: the run gets a network namespace of its own, which "
                 "the cluster stage firewalls for loopback and this host only), or set "
-                "ray_cluster_accept_open_ports_without_auth: true if your own firewall or security group keeps "
+                "{accept_open}: true if your own firewall or security group keeps "
                 "everyone but this host away from every port of it"]
     return []

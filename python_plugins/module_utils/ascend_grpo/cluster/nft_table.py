@@ -12,8 +12,9 @@ import shutil
 from . import firewall
 from ..common.errors import StageFailure
 
+# {firewall}: the ray_firewall module's option that only names the caller's switch for this table
 PACKAGE_HINT = ("install nftables on the host (apt-get install nftables, dnf install nftables), or set "
-                "ray_cluster_firewall to false and keep every other machine away from Ray's ports yourself")
+                "{firewall} to false and keep every other machine away from Ray's ports yourself")
 
 
 class NftError(StageFailure):

@@ -13,19 +13,20 @@ from ..common.errors import StageFailure
 
 
 class ProbeError(StageFailure):
-    """A node the stage cannot use: ``msg`` says why and names the settings; ``result`` is what was found."""
+    """A node the stage cannot use: ``msg`` says why and names the inputs at fault as ``{field}`` (the
+    ray_node_info module's options); ``result`` is what was found."""
 
 
 def route(p):
-    """(ip, interface) toward the head, or of the interface asked for; a failure names the settings."""
+    """(ip, interface) toward the head, or of the interface asked for; a failure names both inputs."""
     try:
         if p["interface"]:
             return ray_nodes.address_of(p["interface"]), p["interface"]
         if p["head_address"]:
             return ray_nodes.route_to(p["head_address"], p["port"])
     except ray_nodes.ClusterError as err:
-        raise ProbeError("%s: %s. Set ray_cluster_interface to the NIC that reaches the other hosts, or "
-                         "ray_cluster_head_address to an address of the head they reach" % (
+        raise ProbeError("%s: %s. Set {interface} to the NIC that reaches the other hosts, or "
+                         "{head_address} to an address of the head they reach" % (
                              "interface" if p["interface"] else "the route to the head", err))
     return None, None
 

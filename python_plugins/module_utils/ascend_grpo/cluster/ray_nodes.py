@@ -35,7 +35,9 @@ def plan(nodes, head=None):
 
     nodes: [{"name": env name, "host": NPU host, "cards": [ids], "head": bool}] in inventory order.
     head: the host named as head (a setting), or None: the one marked ``head``, else the first.
-    -> {"head", "head_host", "nnodes", "n_gpus_per_node", "workers", "problems"}: problems say what to change."""
+    -> {"head", "head_host", "nnodes", "n_gpus_per_node", "workers", "problems"}: problems say what to change,
+    naming the inputs as ``{head}``, ``{head_node}`` (a node's head mark) and ``{cards}`` (the cluster filters name
+    their settings: grpo_cluster_head, grpo_cluster_head_node, npu_container_visible_devices)."""
     problems = []
     if not nodes:
         return {"head": None, "head_host": None, "nnodes": 0, "n_gpus_per_node": 0, "workers": [],
@@ -48,11 +50,11 @@ def plan(nodes, head=None):
     marked = [n["host"] for n in nodes if n.get("head")]
     if head:
         if head not in hosts:
-            problems.append("grpo_cluster_head is %s, which is not an NPU host (they are %s): name one of them"
+            problems.append("{head} is %s, which is not an NPU host (they are %s): name one of them"
                             % (head, ", ".join(hosts)))
             head = hosts[0]
     elif len(marked) > 1:
-        problems.append("hosts %s are all marked grpo_cluster_head_node: mark one" % ", ".join(marked))
+        problems.append("hosts %s are all marked {head_node}: mark one" % ", ".join(marked))
         head = marked[0]
     else:
         head = marked[0] if marked else hosts[0]
@@ -60,11 +62,11 @@ def plan(nodes, head=None):
     for node in nodes:
         counts.setdefault(len(node.get("cards") or []), []).append(node["host"])
     if 0 in counts:
-        problems.append("host %s has no card in npu_container_visible_devices: give it the cards it trains on"
+        problems.append("host %s has no card in {cards}: give it the cards it trains on"
                         % ", ".join(counts[0]))
     if len([c for c in counts if c]) > 1:
         problems.append("the hosts offer different numbers of cards (%s), but verl gives every node the same "
-                        "trainer.n_gpus_per_node: set npu_container_visible_devices to as many cards on each host" % (
+                        "trainer.n_gpus_per_node: set {cards} to as many cards on each host" % (
                             "; ".join("%s: %d" % (", ".join(h), c) for c, h in sorted(counts.items()))))
     head_node = next(n for n in nodes if n["host"] == head)
     return {"head": head_node["name"], "head_host": head, "nnodes": len(nodes),
@@ -95,12 +97,13 @@ def node_env(ip, ifname, base=None):
 def start_argv(role, node_ip, port=DEFAULT_PORT, head_ip=None, resources=None, num_gpus=None, num_cpus=None,
                dashboard="loopback", dashboard_port=8265, ray="ray", port_options=None):
     """``ray start`` for a head or a worker. The dashboard (and its job API, which runs code for anyone reaching it)
-    binds to the head's loopback unless ``dashboard`` is "off" or "all"; every node names its private address.
+    binds to the head's loopback unless ``dashboard`` is "off" or "all" (else a ClusterError naming it
+    ``{dashboard}``); every node names its private address.
     ``port_options``: the other ports' options (firewall.start_options), so that Ray opens no port at random."""
     if role not in ("head", "worker"):
         raise ClusterError("role is head or worker, not %r" % (role,))
     if dashboard not in DASHBOARD_MODES:
-        raise ClusterError("ray_cluster_dashboard is one of %s, not %r" % (", ".join(DASHBOARD_MODES), dashboard))
+        raise ClusterError("{dashboard} is one of %s, not %r" % (", ".join(DASHBOARD_MODES), dashboard))
     argv = [ray, "start"]
     if role == "head":
         argv += ["--head", "--port=%d" % int(port)]
@@ -188,7 +191,8 @@ def tcp_reachable(address, port, timeout=5.0):
 
 def join_failure(output, head_ip, port, reach, head_version=None, own_version=None, inventory=""):
     """Why a worker's ``ray start --address`` failed, in words a user can act on (a command in it carries
-    ``inventory``, the user's -i words: :mod:`rerun`)."""
+    ``inventory``, the user's -i words: :mod:`rerun`). The head's address and port are ``{head_address}`` and
+    ``{port}`` in it, the options of the ray_node and ray_node_info modules that carry them."""
     text = output or ""
     if head_version and own_version and version_tuple(head_version) != version_tuple(own_version):
         return ("version mismatch: the head runs Ray %s, this node Ray %s. Every node needs the same stack: rerun "
@@ -198,14 +202,14 @@ def join_failure(output, head_ip, port, reach, head_version=None, own_version=No
         return "version mismatch: %s. Rerun the deps stage on every host" % (lines[0] if lines else "see the output")
     if reach:
         return ("cannot reach the head at %s:%s (%s). Check that the head's address is one this node reaches "
-                "(ray_cluster_head_address), and that the firewall between the hosts lets the port through"
+                "({head_address}), and that the firewall between the hosts lets the port through"
                 % (head_ip, port, reach))
     if re.search(r"InvalidAuthToken|Unauthenticated|authenticat|token", text, re.I):
         return ("the head refused this node's token: every node needs the same one (the cluster stage copies the "
                 "head's; remove <workspace>/.grpo/ray/auth_token on every host and rerun to make a new one)")
     if re.search(r"Failed to get cluster ID from GCS|http2 header with status", text):
         return ("something answers at %s:%s, but it is not a Ray head of this version (%s). Check "
-                "ray_cluster_head_address and ray_cluster_port: they must name the head's Ray, reached directly "
+                "{head_address} and {port}: they must name the head's Ray, reached directly "
                 "(no proxy in between)" % (head_ip, port, _first(text, r"RpcError[^\n]*|Failed to get cluster ID[^\n]*")))
     tail = [line for line in text.splitlines() if line.strip()][-6:]
     return "ray start failed: %s" % (" | ".join(tail) or "no output")

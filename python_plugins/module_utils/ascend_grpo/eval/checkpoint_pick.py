@@ -23,7 +23,8 @@ _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 
 
 class EvalError(StageFailure):
-    """A refusal whose message names the setting to change; ``result``: what was found before it (may be empty)."""
+    """A refusal whose message names the input to change as ``{field}`` (the calling module's option, which the
+    module names by its role's setting); ``result``: what was found before it (may be empty)."""
 
 
 def _step_of(name):
@@ -89,27 +90,29 @@ def read_int(path):
 
 def pick(ckpt_dir, step=0, inventory=""):
     """The checkpoint to evaluate: ``step`` when given (>0), else the newest recorded by verl. ``inventory``: the -i
-    words the command to train first carries (:mod:`rerun`).
+    words the command to train first carries (:mod:`rerun`). A refusal names the folder as ``{checkpoint_dir}`` and
+    the step as ``{step}`` (the grpo_checkpoint modules' options; the eval stage's grpo_eval_checkpoint_dir and
+    grpo_eval_step).
 
     Returns step, actor_dir, saved (all saved steps) and latest (what verl's record names)."""
     if not os.path.isdir(ckpt_dir):
-        raise EvalError("grpo_eval_checkpoint_dir: %s does not exist. Train first (%s), or point "
-                        "grpo_eval_checkpoint_dir at a run's checkpoint folder."
+        raise EvalError("{checkpoint_dir}: %s does not exist. Train first (%s), or point "
+                        "{checkpoint_dir} at a run's checkpoint folder."
                         % (ckpt_dir, rerun.command("train", inventory)))
     steps = checkpoint_steps(ckpt_dir)
     saved, latest = steps["saved"], steps["latest"]
     if not saved:
-        raise EvalError("grpo_eval_checkpoint_dir: %s holds no saved step (no global_step_N whose save finished: "
+        raise EvalError("{checkpoint_dir}: %s holds no saved step (no global_step_N whose save finished: "
                         "every rank's actor shards and data.pt). Let the run reach trainer.save_freq or its last "
                         "step first." % ckpt_dir)
     if step:
         if step in steps["incomplete"]:
-            raise EvalError("grpo_eval_step: step %d in %s was cut during its save (a shard or data.pt is missing, "
-                            "or verl's record names step %s): it is not merged; saved steps: %s. Set grpo_eval_step "
+            raise EvalError("{step}: step %d in %s was cut during its save (a shard or data.pt is missing, "
+                            "or verl's record names step %s): it is not merged; saved steps: %s. Set {step} "
                             "to one of them (or 0 for the newest)." % (step, ckpt_dir, latest,
                                                                        ", ".join(map(str, saved))))
         if step not in saved:
-            raise EvalError("grpo_eval_step: step %d was not saved in %s; saved steps: %s. Set grpo_eval_step to "
+            raise EvalError("{step}: step %d was not saved in %s; saved steps: %s. Set {step} to "
                             "one of them (or 0 for the newest)." % (step, ckpt_dir, ", ".join(map(str, saved))))
         chosen = step
     elif latest in saved:
@@ -224,7 +227,8 @@ def _epoch(value):
 def checkpoint_plan(checkpoint_dir, step, target_root, launches=None, inventory=""):
     """The checkpoint to evaluate and what its merge needs, read-only: {step, saved, latest, actor_dir, target,
     merge (none or merge), reason, written_at, launch (when the history has it), backup, source_fingerprint}.
-    Raises EvalError for a step that was not saved or a merge target that cannot be written."""
+    Raises EvalError for a step that was not saved (:func:`pick`) or a merge target that cannot be written (named
+    ``{target_root}``)."""
     import glob
 
     picked = pick(checkpoint_dir, step, inventory)
@@ -232,7 +236,7 @@ def checkpoint_plan(checkpoint_dir, step, target_root, launches=None, inventory=
     target = os.path.join(target_root, "global_step_%d" % step)
     problem = writable_problem(target)
     if problem:
-        raise EvalError("grpo_eval_merged_root: the merged model cannot be written: %s. Point grpo_eval_merged_root "
+        raise EvalError("{target_root}: the merged model cannot be written: %s. Point {target_root} "
                         "at a writable folder (the workspace's models/merged by default)." % problem)
     shards = glob.glob(os.path.join(actor_dir, "model_world_size_*_rank_*.pt"))
     written_at = max(os.stat(s).st_mtime for s in shards)

@@ -26,12 +26,13 @@ def write_reports(p, check_mode):
 
 
 def _checked_inputs(p):
-    """Refuse (EvalError) a missing model folder or problems file, or a model asking for remote code."""
+    """Refuse (EvalError) a missing model folder or problems file, or a model asking for remote code. The base
+    model's folder is named as ``{model_dir}`` (the eval stage's grpo_eval_base_model_dir)."""
     for what, path in (("model folder", os.path.join(p["model_dir"], "config.json")), ("problems", p["data_file"])):
         if not os.path.isfile(path):
             raise EvalError("the %s model's %s %s is missing: run the assets stage (%s)%s." % (
                 p["name"], what, path, rerun.command("assets", p["inventory"]),
-                ", or set grpo_eval_base_model_dir to a Hugging Face model folder"
+                ", or set {model_dir} to a Hugging Face model folder"
                 if p["name"] == "base" and what == "model folder" else ""))
     # the folder may have changed since the assets stage or the merge looked at it: looked at again, right before
     # OpenCompass would load it
