@@ -7,9 +7,20 @@ Filters: the disk a run writes, estimated from the model's size (the plain-Pytho
 for the container stage's check before anything changes.
 """
 
-from ascend_grpo.common import rerun
+from ascend_grpo.common import errors, rerun
 from ascend_grpo.train import overrides, run_plan, status_view, tracking
 from ascend_grpo.train import run_size
+
+# The train stage's setting for each input the engines below name as {field} (common.errors): the filters are this
+# role's layer, so the words the user reads are chosen here, one table per engine.
+TRACKING_SETTINGS = {"loggers": "grpo_train_loggers", "wandb_key": "grpo_train_wandb_api_key",
+                     "user_env": "grpo_train_env", "host": "grpo_train_tensorboard_host"}
+
+
+def _named(value, names):
+    """``value`` with the engine's {field}s of ``names`` named as the train stage's settings."""
+    return errors.name_fields(value, names, set(names))
+
 
 def train_overrides(layers):
     """``{{ [reference, profile, paths, user] | train_overrides }}``: Hydra ``key=value`` strings, one per value."""
@@ -41,7 +52,8 @@ def train_tracking(loggers, tracking_dir, project, experiment):
 def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
     """What stops ``grpo_train_loggers`` from working, and a trainer.logger in the user's overrides (which would
     bypass the trackers' placement), as messages naming the settings."""
-    found = tracking.problems(loggers, wandb_key, user_env if isinstance(user_env, dict) else {})
+    found = _named(tracking.problems(loggers, wandb_key, user_env if isinstance(user_env, dict) else {}),
+                   TRACKING_SETTINGS)
     trainer = (user_overrides or {}).get("trainer") if isinstance(user_overrides, dict) else None
     if isinstance(trainer, dict) and ("logger" in trainer or "+logger" in trainer):
         found.append("grpo_train_overrides sets trainer.logger: set grpo_train_loggers instead (it also places each "
@@ -70,8 +82,9 @@ def train_wait_minutes(override_map, wait_minutes, validation_minutes):
 
 def tensorboard_bind(asked, network, container_address):
     """``{{ grpo_train_tensorboard_host | tensorboard_bind(network, address) }}``: {"address", "reason"} or
-    {"problem"} (tracking.tensorboard_bind)."""
+    {"problem"} (tracking.tensorboard_bind), naming grpo_train_tensorboard_host."""
     address, why = tracking.tensorboard_bind(asked, network, container_address)
+    why = _named(why, TRACKING_SETTINGS)
     return {"address": address, "reason": why} if address else {"problem": why}
 
 
