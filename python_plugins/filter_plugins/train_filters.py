@@ -15,6 +15,14 @@ from ascend_grpo.train import run_size
 # role's layer, so the words the user reads are chosen here, one table per engine.
 TRACKING_SETTINGS = {"loggers": "grpo_train_loggers", "wandb_key": "grpo_train_wandb_api_key",
                      "user_env": "grpo_train_env", "host": "grpo_train_tensorboard_host"}
+# what a user's override of a key the run script sets names instead (overrides.OWNED), and where it came from
+OWNED_SETTINGS = {"overrides": "grpo_train_overrides", "profiles": "grpo_train_profiles",
+                  "dashboard": "ray_cluster_dashboard", "dashboard_port": "ray_cluster_dashboard_port",
+                  "cluster_head": "grpo_cluster_head", "interface": "ray_cluster_interface",
+                  "head_address": "ray_cluster_head_address", "cluster_settings": "ray_cluster_*",
+                  "checkpoint_dir": "grpo_train_checkpoint_dir", "loggers": "grpo_train_loggers",
+                  "project": "grpo_train_project", "experiment": "grpo_train_experiment",
+                  "trust_remote_code": "grpo_trust_remote_code", "visible_devices": "npu_container_visible_devices"}
 
 
 def _named(value, names):
@@ -64,13 +72,13 @@ def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
 def train_owned_overrides(user_overrides):
     """``{{ grpo_train_overrides | train_owned_overrides }}``: the user's overrides of what the run script sets itself
     (Ray's dashboard, the checkpoint folder, the trackers...), each naming the setting to use (overrides.OWNED)."""
-    return overrides.owned_problems(user_overrides)
+    return _named(overrides.owned_problems(user_overrides), OWNED_SETTINGS)
 
 
 def train_profile_owned(profiles, builtin_dir):
     """``{{ grpo_train_profiles | grpo_profiles(...) | train_profile_owned(role_path ~ '/files/profiles') }}``: the
     same refusal for a run profile file of the user's own (overrides.owned_in_profiles)."""
-    return overrides.owned_in_profiles(profiles, builtin_dir)
+    return _named(overrides.owned_in_profiles(profiles, builtin_dir), OWNED_SETTINGS)
 
 
 def train_wait_minutes(override_map, wait_minutes, validation_minutes):
