@@ -23,6 +23,8 @@ OWNED_SETTINGS = {"overrides": "grpo_train_overrides", "profiles": "grpo_train_p
                   "checkpoint_dir": "grpo_train_checkpoint_dir", "loggers": "grpo_train_loggers",
                   "project": "grpo_train_project", "experiment": "grpo_train_experiment",
                   "trust_remote_code": "grpo_trust_remote_code", "visible_devices": "npu_container_visible_devices"}
+# what would raise a run's total, and the switch that launches a finished run again (run_plan.launch_plan)
+LAUNCH_SETTINGS = {"overrides": "grpo_train_overrides", "relaunch": "grpo_train_relaunch"}
 
 
 def _named(value, names):
@@ -175,7 +177,8 @@ def train_launch_plan(before, override_map, script_sha1, relaunch=False):
     the stage launches (run_plan.launch_plan: not while one goes, not a finished run with the same script, and never a
     run whose newest whole checkpoint is at or past its total), with the message that says why not. The overrides
     are the merged mapping (train_override_map), never the words."""
-    return run_plan.launch_plan(_plain(before), _plain(override_map or {}), str(script_sha1), bool(relaunch))
+    plan = run_plan.launch_plan(_plain(before), _plain(override_map or {}), str(script_sha1), bool(relaunch))
+    return dict(plan, message=_named(plan["message"], LAUNCH_SETTINGS))
 
 
 def _plain(value):
