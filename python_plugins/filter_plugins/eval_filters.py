@@ -4,9 +4,13 @@ Filters for the eval stage: the report built by the plain-Python evaluation engi
 OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards).
 """
 
-from ascend_grpo.common import rerun
+from ascend_grpo.common import errors, rerun
 from ascend_grpo.eval import result_report
 from ascend_grpo.train import run_plan
+
+# The eval stage's setting for the input the gate names as {field} (run_plan.eval_gate; common.errors).
+GATE_SETTINGS = {"step": "grpo_eval_step"}
+
 
 def _plain(value):
     """Ansible's wrapped strings and mappings as plain Python values (so repr() gives a clean literal)."""
@@ -42,14 +46,15 @@ def eval_report_markdown(report, brief=False):
 def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
     """``{{ run_status | eval_gate(cards, grpo_eval_step, 'project/experiment', ansible_inventory_sources,
     playbook_dir) }}``: evaluate, wait or refuse, with the lines that say why (run_plan.eval_gate: never while a run
-    of the workspace holds the cards OpenCompass would use)."""
+    of the workspace holds the cards OpenCompass would use), naming grpo_eval_step for the gate's {step}."""
     inventory = rerun.inventory_args([str(s) for s in sources or []], str(project_dir) if project_dir else None)
 
     def command(tags):
         return rerun.command(tags, inventory)
 
-    return run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
+    gate = run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
                               command)
+    return dict(gate, lines=errors.name_fields(gate["lines"], GATE_SETTINGS, set(GATE_SETTINGS)))
 
 
 class FilterModule:

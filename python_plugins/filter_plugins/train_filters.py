@@ -7,9 +7,30 @@ Filters: the disk a run writes, estimated from the model's size (the plain-Pytho
 for the container stage's check before anything changes.
 """
 
-from ascend_grpo.common import rerun
+from ascend_grpo.common import errors, rerun
 from ascend_grpo.train import overrides, run_plan, status_view, tracking
 from ascend_grpo.train import run_size
+
+# The train stage's setting for each input the engines below name as {field} (common.errors): the filters are this
+# role's layer, so the words the user reads are chosen here, one table per engine.
+TRACKING_SETTINGS = {"loggers": "grpo_train_loggers", "wandb_key": "grpo_train_wandb_api_key",
+                     "user_env": "grpo_train_env", "host": "grpo_train_tensorboard_host"}
+# what a user's override of a key the run script sets names instead (overrides.OWNED), and where it came from
+OWNED_SETTINGS = {"overrides": "grpo_train_overrides", "profiles": "grpo_train_profiles",
+                  "dashboard": "ray_cluster_dashboard", "dashboard_port": "ray_cluster_dashboard_port",
+                  "cluster_head": "grpo_cluster_head", "interface": "ray_cluster_interface",
+                  "head_address": "ray_cluster_head_address", "cluster_settings": "ray_cluster_*",
+                  "checkpoint_dir": "grpo_train_checkpoint_dir", "loggers": "grpo_train_loggers",
+                  "project": "grpo_train_project", "experiment": "grpo_train_experiment",
+                  "trust_remote_code": "grpo_trust_remote_code", "visible_devices": "npu_container_visible_devices"}
+# what would raise a run's total, and the switch that launches a finished run again (run_plan.launch_plan)
+LAUNCH_SETTINGS = {"overrides": "grpo_train_overrides", "relaunch": "grpo_train_relaunch"}
+
+
+def _named(value, names):
+    """``value`` with the engine's {field}s of ``names`` named as the train stage's settings."""
+    return errors.name_fields(value, names, set(names))
+
 
 def train_overrides(layers):
     """``{{ [reference, profile, paths, user] | train_overrides }}``: Hydra ``key=value`` strings, one per value."""
@@ -41,7 +62,8 @@ def train_tracking(loggers, tracking_dir, project, experiment):
 def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
     """What stops ``grpo_train_loggers`` from working, and a trainer.logger in the user's overrides (which would
     bypass the trackers' placement), as messages naming the settings."""
-    found = tracking.problems(loggers, wandb_key, user_env if isinstance(user_env, dict) else {})
+    found = _named(tracking.problems(loggers, wandb_key, user_env if isinstance(user_env, dict) else {}),
+                   TRACKING_SETTINGS)
     trainer = (user_overrides or {}).get("trainer") if isinstance(user_overrides, dict) else None
     if isinstance(trainer, dict) and ("logger" in trainer or "+logger" in trainer):
         found.append("grpo_train_overrides sets trainer.logger: set grpo_train_loggers instead (it also places each "
@@ -52,13 +74,13 @@ def train_logger_problems(loggers, wandb_key, user_env, user_overrides):
 def train_owned_overrides(user_overrides):
     """``{{ grpo_train_overrides | train_owned_overrides }}``: the user's overrides of what the run script sets itself
     (Ray's dashboard, the checkpoint folder, the trackers...), each naming the setting to use (overrides.OWNED)."""
-    return overrides.owned_problems(user_overrides)
+    return _named(overrides.owned_problems(user_overrides), OWNED_SETTINGS)
 
 
 def train_profile_owned(profiles, builtin_dir):
     """``{{ grpo_train_profiles | grpo_profiles(...) | train_profile_owned(role_path ~ '/files/profiles') }}``: the
     same refusal for a run profile file of the user's own (overrides.owned_in_profiles)."""
-    return overrides.owned_in_profiles(profiles, builtin_dir)
+    return _named(overrides.owned_in_profiles(profiles, builtin_dir), OWNED_SETTINGS)
 
 
 def train_wait_minutes(override_map, wait_minutes, validation_minutes):
@@ -70,8 +92,9 @@ def train_wait_minutes(override_map, wait_minutes, validation_minutes):
 
 def tensorboard_bind(asked, network, container_address):
     """``{{ grpo_train_tensorboard_host | tensorboard_bind(network, address) }}``: {"address", "reason"} or
-    {"problem"} (tracking.tensorboard_bind)."""
+    {"problem"} (tracking.tensorboard_bind), naming grpo_train_tensorboard_host."""
     address, why = tracking.tensorboard_bind(asked, network, container_address)
+    why = _named(why, TRACKING_SETTINGS)
     return {"address": address, "reason": why} if address else {"problem": why}
 
 
@@ -154,7 +177,8 @@ def train_launch_plan(before, override_map, script_sha1, relaunch=False):
     the stage launches (run_plan.launch_plan: not while one goes, not a finished run with the same script, and never a
     run whose newest whole checkpoint is at or past its total), with the message that says why not. The overrides
     are the merged mapping (train_override_map), never the words."""
-    return run_plan.launch_plan(_plain(before), _plain(override_map or {}), str(script_sha1), bool(relaunch))
+    plan = run_plan.launch_plan(_plain(before), _plain(override_map or {}), str(script_sha1), bool(relaunch))
+    return dict(plan, message=_named(plan["message"], LAUNCH_SETTINGS))
 
 
 def _plain(value):

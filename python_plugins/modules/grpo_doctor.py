@@ -106,6 +106,31 @@ options:
         which the commands in a fix carry (C(ansible-playbook site.yml -i ... --tags deps)). Empty, a placeholder.
     type: str
     default: ""
+  pins_profile:
+    description: Not read. Named in the fix of the pins, as the setting that chooses the deps stage's profile.
+    type: raw
+  container_mode:
+    description: Not read. Named in the fix of the card numbering, as the setting that runs without a container.
+    type: raw
+  container_env:
+    description: Not read. Named in the fix of the card numbering, as the container's own environment setting.
+    type: raw
+  host_npu_smi:
+    description: >-
+      Not read. Named in the fix when npu-smi could not run, as the setting that names the NPU host's npu-smi (the
+      one C(npu_smi_command) is handed on from).
+    type: raw
+  loggers:
+    description: Not read. Named in the fix of the trackers, as the setting that chooses verl's trackers.
+    type: raw
+  container_stack_venv:
+    description: Not read. Named when the stack's Python does not exist, as the setting of the stack's venv.
+    type: raw
+  stack_venv:
+    description: Not read. Named beside C(container_stack_venv), as the venv the container stage hands on.
+    type: raw
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -125,7 +150,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 rows:
-  description: One per check.
+  description: One per check (a fix names settings through C(setting_names)).
   returned: always
   type: list
   elements: dict
@@ -160,6 +185,7 @@ record:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.train import doctor, run_spec
 
 
@@ -176,11 +202,20 @@ def main():
             npu_smi_command=dict(type="str", default="npu-smi"),
             cluster_address=dict(type="str", default=""), deadline=dict(type="int", default=60),
             when=dict(type="str", choices=["always", "changed"], default="always"),
-            inventory=dict(type="str", default="")),
+            inventory=dict(type="str", default=""), setting_names=dict(type="dict", default={}),
+            # only named in a fix (the role maps each to its setting), never read
+            pins_profile=dict(type="raw"), container_mode=dict(type="raw"), container_env=dict(type="raw"),
+            host_npu_smi=dict(type="raw"), loggers=dict(type="raw"), container_stack_venv=dict(type="raw"),
+            stack_venv=dict(type="raw")),
         supports_check_mode=True,
     )
+
+    def named(rows):
+        """The rows' fixes naming the calling role's settings (its setting_names)."""
+        return errors.name_fields(rows, module.params["setting_names"], set(module.argument_spec))
+
     try:
-        result = doctor.checkup(module.params, module.run_command, check_mode=module.check_mode)
+        result = doctor.checkup(module.params, module.run_command, check_mode=module.check_mode, render=named)
     except run_spec.MissingSpec as err:
         module.fail_json(msg=str(err))
     module.exit_json(**result)

@@ -71,6 +71,13 @@ options:
       - The workspace's runs folder (C(runs/<project>/<experiment>)); every run under it that has a log is read and
         returned in C(compare), with a table in C(compare_table).
     type: path
+  max_actor_ckpt_to_keep:
+    description:
+      - Not read. Named in the C(error) of a run that filled its disk (keep fewer checkpoints), as the setting
+        C(setting_names) maps it to (the one that sets verl's C(trainer.max_actor_ckpt_to_keep)).
+    type: raw
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -116,7 +123,7 @@ checkpoints:
   returned: always
   type: dict
 error:
-  description: For a failed run, the exception that ended it.
+  description: For a failed run, the exception that ended it (a fix in it names settings through C(setting_names)).
   returned: when failed
   type: str
 progress:
@@ -213,6 +220,7 @@ compare_table:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.train import run_status
 
 
@@ -224,10 +232,15 @@ def main():
                            triage=dict(type="list", elements="dict", default=[]),
                            records_dir=dict(type="path", default=""),
                            inventory=dict(type="str", default=""),
-                           tensorboard_dir=dict(type="path"), compare_root=dict(type="path")),
+                           tensorboard_dir=dict(type="path"), compare_root=dict(type="path"),
+                           max_actor_ckpt_to_keep=dict(type="raw"), setting_names=dict(type="dict", default={})),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, **run_status.watch(module.params, check_mode=module.check_mode))
+    result = run_status.watch(module.params, check_mode=module.check_mode)
+    if result.get("error"):  # why a run ended names the calling role's setting for its fix
+        result["error"] = errors.name_fields(result["error"], module.params["setting_names"],
+                                             set(module.argument_spec))
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

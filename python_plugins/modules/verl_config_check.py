@@ -20,6 +20,7 @@ description:
     status, the eval stage and the support bundle read (C(ascend_grpo.train.run_spec)). Nothing else changes.
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   verl_dir:
     description:
@@ -27,6 +28,16 @@ options:
       - Empty (the default) means the tree the deps stage installed, as its record C(<state_dir>/deps.json) names it.
     type: path
     default: ""
+  max_actor_ckpt_to_keep:
+    description:
+      - Not read. Named in the fix of a run whose checkpoints would not fit on the disk (keep fewer of them), as
+        the setting C(setting_names) maps it to (the one that sets verl's C(trainer.max_actor_ckpt_to_keep)).
+    type: raw
+  checkpoint_dir:
+    description:
+      - Not read. Named in the same fix (point the checkpoints at a larger disk), as the setting C(setting_names)
+        maps it to (the one that sets verl's C(trainer.default_local_dir)).
+    type: raw
   state_dir:
     description:
       - The workspace's state folder (C(<workspace>/.grpo)), where the deps stage's record is and where the run's
@@ -73,7 +84,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Each problem, with the setting to change.
+  description: Each problem, with the setting to change (named through C(setting_names)).
   returned: always
   type: list
   elements: dict
@@ -97,7 +108,13 @@ spec:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.train import run_spec
+
+
+def _named(module, value):
+    """``value`` with the engine's {field}s named as the calling role's settings (``setting_names``)."""
+    return errors.name_fields(value, module.params["setting_names"], set(module.argument_spec))
 
 
 def main():
@@ -109,14 +126,18 @@ def main():
                            overrides=dict(type="list", elements="str", required=True),
                            cards=dict(type="list", elements="int", required=True),
                            config_name=dict(type="str", default="ppo_trainer"),
-                           inventory=dict(type="str", default="")),
+                           inventory=dict(type="str", default=""),
+                           max_actor_ckpt_to_keep=dict(type="raw"), checkpoint_dir=dict(type="raw"),
+                           setting_names=dict(type="dict", default={})),
         supports_check_mode=True,
     )
     try:
         result, warnings = run_spec.check_run(module.params, check_mode=module.check_mode)
     except run_spec.CheckFailed as err:
-        module.fail_json(msg=str(err), errors=err.errors)
-    for warning in warnings:
+        module.fail_json(**errors.module_failure(module, err))
+    # a problem only warned (enforce false) names the settings as a refusal would
+    result["errors"] = _named(module, result["errors"])
+    for warning in _named(module, warnings):
         module.warn(warning)
     diff = result.pop("diff")
     if module._diff and result["changed"]:  # pylint: disable=protected-access

@@ -12,6 +12,7 @@ from ascend_grpo.common import workspace
 from ascend_grpo.deps import stack_files
 from deps_filters import grpo_profiles  # noqa: E402
 from grpo_testkit import ROOT, run_module
+from grpo_testkit.setting_names import role_setting_names
 
 
 def test_a_record_is_written_once_and_read_back(tmp_path):
@@ -96,7 +97,9 @@ def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(
     for module, params, setting in (
             ("verl_patch", {"operations": []}, "verl_compat_patch_verl_dir"),
             ("verl_import_check", {"entries": ["verl.trainer.main_ppo"]}, "verl_compat_patch_verl_dir"),
-            ("verl_config_check", {"overrides": [], "cards": [0]}, "grpo_train_verl_dir")):
+            ("verl_config_check", {"overrides": [], "cards": [0],
+                                   "setting_names": role_setting_names("grpo_train", "verl_config_check")},
+             "grpo_train_verl_dir")):
         result = run_module(module, dict(params, state_dir=str(tmp_path), inventory="-i inventories/sim"))
         assert result["failed"], module
         assert ("deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/sim "

@@ -105,7 +105,7 @@ def test_cann_not_sourced_fails_at_the_libraries_and_torch_npu_naming_the_script
     facts["torch_npu"] = {"error": "ImportError: libhccl.so: cannot open shared object file: No such file or directory"}
     rows = by_check(doctor.evaluate(facts, expect()))
     assert rows["CANN libraries"]["status"] == "fail"
-    assert "grpo_train_env_scripts (now ['/usr/local/Ascend/ascend-toolkit/set_env.sh'])" in rows["CANN libraries"]["fix"]
+    assert "{scripts} (now ['/usr/local/Ascend/ascend-toolkit/set_env.sh'])" in rows["CANN libraries"]["fix"]
     assert rows["import torch_npu"]["status"] == "fail" and "libhccl.so" in rows["import torch_npu"]["detail"]
     assert rows["a tensor op on each card"]["status"] == "fail"
 
@@ -379,7 +379,7 @@ def test_a_tracker_without_its_package_fails_before_the_run_starts():
     row = by_check(doctor.evaluate(healthy(), expect(run=run)))["trackers"]
     assert row["status"] == "fail"
     assert row["detail"] == "trainer.logger [console,wandb]: wandb not installed in the stack"
-    assert "take wandb out of grpo_train_loggers" in row["fix"] and "pip install wandb" in row["fix"]
+    assert "take wandb out of {loggers}" in row["fix"] and "pip install wandb" in row["fix"]
     run = doctor.run_settings({"trainer.logger": "['console','mlflow','swanlab']"})
     row = by_check(doctor.evaluate(healthy(), expect(run=dict(RUN, loggers=run["loggers"]))))["trackers"]
     assert row["status"] == "fail" and row["detail"].endswith(": mlflow not installed in the stack")
@@ -394,7 +394,7 @@ def test_an_npu_smi_that_cannot_run_is_a_failure_naming_its_setting_not_absent()
     assert row["status"] == "fail"
     assert "/usr/local/sbin/npu-smii info could not run (exit status 2)" in row["detail"]
     assert "No such file or directory" in row["detail"]
-    assert "npu_container_npu_smi" in row["fix"]
+    assert "{host_npu_smi}" in row["fix"]
     assert not [r for r in rows if r["status"] == "absent" and r["check"] == "free HBM"]
     assert doctor.tool_error("npu-smi", 0, "") == ""
 
@@ -405,7 +405,7 @@ def test_the_module_fails_when_npu_smi_did_not_run(tmp_path):
     result = _in_process(params)
     row = by_check(result["rows"])["npu-smi"]
     assert (row["status"], result["passed"]) == ("fail", False)
-    assert "npu_container_npu_smi" in row["fix"]
+    assert "{host_npu_smi}" in row["fix"]
 
 
 def test_a_stack_python_that_does_not_exist_is_a_failure_naming_its_setting(tmp_path):
@@ -415,7 +415,7 @@ def test_a_stack_python_that_does_not_exist_is_a_failure_naming_its_setting(tmp_
     assert result["passed"] is False
     row = result["rows"][0]
     assert row["check"] == "the training environment's Python"
-    assert "grpo_common_python: %s" % params["python"] in row["detail"]
+    assert "{python}: %s" % params["python"] in row["detail"]
 
 
 # --- issue 45: the doctor reads the run's spec, in-process (the module's main() is its spec and doctor.checkup) ---

@@ -12,6 +12,8 @@ from grpo_testkit import ROOT, run_role
 
 from ascend_grpo.train import overrides
 
+import train_filters  # noqa: E402
+
 OWNED_CHECK = "Preflight | Refuse overrides of what the run script sets itself (Ray's dashboard, checkpoints, trackers)"
 
 
@@ -44,14 +46,17 @@ def test_verl_passes_every_ray_init_key_to_ray_init(upstream_634):
     ({"critic": {"model": {"trust_remote_code": True}}}, "critic.model.trust_remote_code", "grpo_trust_remote_code"),
 ])
 def test_an_override_of_what_the_package_owns_is_refused_naming_the_setting(user, key, setting):
-    problems = overrides.owned_problems(user)
+    problems = train_filters.train_owned_overrides(user)
     assert len(problems) == 1, problems
     assert problems[0].startswith("grpo_train_overrides sets %s: the run script sets it itself" % key)
     assert setting in problems[0]
+    # the engine names its fields, the train stage's filter its settings
+    (engine,) = overrides.owned_problems(user)
+    assert engine.startswith("{overrides} sets %s: the run script sets it itself" % key) and setting not in engine
 
 
 def test_replacing_the_mapping_that_holds_an_owned_key_is_refused():
-    (problem,) = overrides.owned_problems({"ray_kwargs": {"ray_init": None}})[:1]
+    (problem,) = train_filters.train_owned_overrides({"ray_kwargs": {"ray_init": None}})[:1]
     assert problem.startswith("grpo_train_overrides sets ray_kwargs.ray_init (which holds ray_kwargs.ray_init.")
 
 
@@ -84,9 +89,12 @@ def test_a_profile_file_of_your_own_cannot_set_them_either_the_packages_own_prof
     own = tmp_path / "mine.yml"
     data = {"overrides": {"ray_kwargs": {"ray_init": {"dashboard_host": "0.0.0.0"}}, "trainer": {"total_epochs": 1}}}
     own.write_text(yaml.safe_dump(data))
-    (problem,) = overrides.owned_in_profiles([{"name": "mine", "path": str(own), "data": data}], builtin)
+    (problem,) = train_filters.train_profile_owned([{"name": "mine", "path": str(own), "data": data}], builtin)
     assert problem.startswith("grpo_train_profiles (the profile file %s) sets ray_kwargs.ray_init.dashboard_host"
                               % own)
+    assert "ray_cluster_dashboard and ray_cluster_dashboard_port" in problem
+    (engine,) = overrides.owned_in_profiles([{"name": "mine", "path": str(own), "data": data}], builtin)
+    assert engine.startswith("{profiles} (the profile file %s) sets" % own) and "{dashboard}" in engine
     packaged = []
     for name in sorted(os.listdir(builtin)):
         with open(os.path.join(builtin, name), encoding="utf-8") as handle:

@@ -9,6 +9,9 @@ import pytest
 
 from ascend_grpo.train import run_plan
 
+import eval_filters  # noqa: E402
+import train_filters  # noqa: E402
+
 # The merged overrides as data (overrides.override_map), as the role hands them to the plan and a launch's record
 # keeps them
 SIM = {"data.train_files": "/data/grpo/data/math/train.parquet", "data.train_batch_size": 4,
@@ -34,7 +37,7 @@ def _finished(saved, script="aaa", overrides=SIM, total=2, batches=6, epochs=1, 
 
 def test_total_is_the_override_when_set():
     got = run_plan.planned_total(_with(SIM, **{"trainer.total_training_steps": 7}), SIM, {"total_steps": 2})
-    assert got["total"] == 7 and got["raise"] == "trainer.total_training_steps in grpo_train_overrides"
+    assert got["total"] == 7 and got["raise"] == "trainer.total_training_steps in {overrides}"
 
 
 def test_total_from_the_last_log_when_nothing_that_decides_it_changed():
@@ -121,17 +124,21 @@ def test_a_launch_recorded_with_words_only_leaves_the_total_unknown():
 
 def test_a_finished_run_at_its_total_relaunched_with_a_changed_setting_trains_nothing():
     changed = _with(SIM, **{"actor_rollout_ref.actor.optim.lr": 0.002})
-    plan = run_plan.launch_plan(_finished([1, 2]), changed, "bbb")
+    plan = train_filters.train_launch_plan(_finished([1, 2]), changed, "bbb")
     assert plan["wanted"] and not plan["launch"] and plan["total"] == 2 and plan["newest"] == 2
     assert "newest whole checkpoint is step 2 and the run's total is 2 steps" in plan["message"]
     assert "would train step 3 past the end" in plan["message"]
     assert "raise trainer.total_training_steps in grpo_train_overrides above 2" in plan["message"]
+    # the engine names the input; the train stage's filter, its setting
+    assert "raise trainer.total_training_steps in {overrides} above 2" in run_plan.launch_plan(
+        _finished([1, 2]), changed, "bbb")["message"]
 
 
 def test_relaunch_does_not_train_past_the_total_either():
-    plan = run_plan.launch_plan(_finished([1, 2]), SIM, "aaa", relaunch=True)
+    plan = train_filters.train_launch_plan(_finished([1, 2]), SIM, "aaa", relaunch=True)
     assert plan["wanted"] and not plan["launch"]
     assert "although grpo_train_relaunch is set" in plan["message"]
+    assert "although {relaunch} is set" in run_plan.launch_plan(_finished([1, 2]), SIM, "aaa", True)["message"]
 
 
 def test_the_three_relaunches_that_left_5_of_2_now_train_nothing():
@@ -150,7 +157,7 @@ def test_raising_the_epochs_with_no_step_total_continues():
     last = _with(SIM, **{"trainer.total_training_steps": None})
     before = _finished([6], overrides=last, total=6, batches=6, epochs=1)
     assert run_plan.launch_plan(before, _with(last, **{"trainer.total_epochs": 2}), "bbb")["launch"]
-    stay = run_plan.launch_plan(before, _with(last, **{"actor_rollout_ref.actor.optim.lr": 0.5}), "bbb")
+    stay = train_filters.train_launch_plan(before, _with(last, **{"actor_rollout_ref.actor.optim.lr": 0.5}), "bbb")
     assert not stay["launch"] and "raise trainer.total_epochs in grpo_train_overrides (or set " in stay["message"]
 
 
@@ -158,6 +165,9 @@ def test_the_same_script_finished_is_not_wanted():
     plan = run_plan.launch_plan(_finished([1, 2]), SIM, "aaa")
     assert not plan["wanted"] and not plan["launch"]
     assert plan["message"].startswith("The last run finished with this very script (2 of 2 steps)")
+    assert plan["message"].endswith("or set {relaunch}=true.")
+    assert train_filters.train_launch_plan(_finished([1, 2]), SIM, "aaa")["message"].endswith(
+        "or set grpo_train_relaunch=true.")
 
 
 def test_a_going_run_is_left_alone():
@@ -238,8 +248,12 @@ def test_a_going_run_before_its_first_save_also_waits():
 def test_an_explicit_step_while_the_run_holds_the_card_is_refused():
     gate = run_plan.eval_gate(_going([1]), "0", 1, "p/e", _cmd)
     assert gate["action"] == "refuse"
-    assert "grpo_eval_step 1 is not evaluated while it goes" in gate["lines"][1]
+    assert "{step} 1 is not evaluated while it goes" in gate["lines"][1]
     assert "--tags stop" in gate["lines"][2]
+    # the eval stage's filter names its setting
+    shown = eval_filters.eval_gate(_going([1]), "0", 1, "p/e")
+    assert shown["action"] == "refuse"
+    assert "grpo_eval_step 1 is not evaluated while it goes" in shown["lines"][1]
 
 
 def test_a_launch_without_recorded_cards_is_taken_to_hold_them_all():

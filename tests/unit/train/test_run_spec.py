@@ -158,4 +158,4 @@ def test_the_check_in_process_composes_writes_and_refuses(tmp_path, verl_634):
     with pytest.raises(run_spec.CheckFailed) as err:
         run_spec.check_run(dict(base, verl_dir=""))
     assert "deps.json is missing: run the deps stage first (ansible-playbook site.yml -i inventories/sim " \
-           "--tags deps). Or set grpo_train_verl_dir" in str(err.value)
+           "--tags deps). Or set {verl_dir}" in str(err.value)

@@ -14,14 +14,23 @@ def test_the_guides_trackers_pass():
 
 def test_a_misspelt_tracker_is_named_with_the_one_meant():
     found = tracking.problems(["console", "tensorbaord"])
-    assert found == ["grpo_train_loggers: 'tensorbaord' is not one of verl's trackers here (console, tensorboard, "
+    assert found == ["{loggers}: 'tensorbaord' is not one of verl's trackers here (console, tensorboard, "
                      "swanlab, mlflow, wandb, file); did you mean tensorboard?"]
     assert tracking.problems([]) and tracking.problems("console")  # not a list
-    assert tracking.problems(["console", "console"]) == ["grpo_train_loggers names a tracker twice: console, console"]
+    assert tracking.problems(["console", "console"]) == ["{loggers} names a tracker twice: console, console"]
+    # the stage's filter names its setting
+    assert train_filters.train_logger_problems(["console", "tensorbaord"], "", {}, {}) == [
+        "grpo_train_loggers: 'tensorbaord' is not one of verl's trackers here (console, tensorboard, swanlab, mlflow, "
+        "wandb, file); did you mean tensorboard?"]
+    assert train_filters.train_logger_problems(["console", "console"], "", {}, {}) == [
+        "grpo_train_loggers names a tracker twice: console, console"]
 
 
 def test_wandb_needs_a_key_or_its_offline_mode():
-    assert "set grpo_train_wandb_api_key" in tracking.problems(["console", "wandb"])[0]
+    assert "set {wandb_key}" in tracking.problems(["console", "wandb"])[0]
+    (problem,) = train_filters.train_logger_problems(["console", "wandb"], "", {}, {})
+    assert "grpo_train_loggers has wandb" in problem and "set grpo_train_wandb_api_key" in problem
+    assert problem.endswith("or WANDB_MODE: offline in grpo_train_env")
     assert tracking.problems(["console", "wandb"], wandb_key="k" * 40) == []
     assert tracking.problems(["console", "wandb"], user_env={"WANDB_MODE": "offline"}) == []
 
@@ -49,6 +58,9 @@ def test_every_interface_is_refused():
         assert problem.startswith("grpo_train_tensorboard_host: %s listens on every interface" % asked)
     assert "not an IP address" in train_filters.tensorboard_bind("localhost; id", "host", "")["problem"]
     assert train_filters.tensorboard_bind("127.0.0.2", "", "172.17.0.2")["address"] == "127.0.0.2"
+    assert train_filters.tensorboard_bind("127.0.0.2", "", "")["reason"] == "as grpo_train_tensorboard_host asks"
+    # the engine names its input; the filter, the stage's setting
+    assert tracking.tensorboard_bind("::", "host", "")[1].startswith("{host}: :: listens on every interface")
 
 
 def test_the_view_lines_quote_every_value():

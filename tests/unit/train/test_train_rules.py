@@ -4,7 +4,9 @@ import copy
 import json
 
 import pytest
+from grpo_testkit.setting_names import module_options, role_setting_names
 
+from ascend_grpo.common import errors
 from ascend_grpo.train import train_rules
 
 CFG = {
@@ -102,7 +104,12 @@ def test_the_checkpoints_counted_follow_the_runs_length_and_what_verl_keeps():
     assert train_rules.check(cfg, roomy) == []
     cfg["trainer"]["max_actor_ckpt_to_keep"] = None
     assert [e["key"] for e in train_rules.check(cfg, roomy)] == ["trainer.max_actor_ckpt_to_keep"]
-    assert "grpo_max_actor_ckpt_to_keep" in train_rules.check(cfg, roomy)[0]["message"]
+    message = train_rules.check(cfg, roomy)[0]["message"]
+    assert "keep fewer checkpoints ({max_actor_ckpt_to_keep})" in message and "point {checkpoint_dir} at" in message
+    # the check's module names them as the train stage's settings (its role's mapping)
+    named = errors.name_fields(message, role_setting_names("grpo_train", "verl_config_check"),
+                               module_options("verl_config_check"))
+    assert "grpo_max_actor_ckpt_to_keep" in named and "or point grpo_train_checkpoint_dir at a larger disk" in named
 
 
 def test_facts_from_the_host(tmp_path):

@@ -149,6 +149,7 @@ def test_a_full_disk_during_a_save_says_what_to_free():
     error = "OSError: [Errno 28] No space left on device"
     why = run_log.why_it_ended(1, error, "x", [2], checkpoint_free_mb=0)
     assert why.startswith(error + ": the disk is full (0 MB free where checkpoints go). Free space")
+    assert "{max_actor_ckpt_to_keep}, trainer.max_actor_ckpt_to_keep, keeps fewer" in why
     assert "trainer.max_actor_ckpt_to_keep" in why and why.endswith("resumes from step 2, the newest checkpoint "
                                                                     "whose save finished")
 

@@ -4,7 +4,10 @@ Plain Python: :func:`checkup` (the ``grpo_doctor`` module's engine) gathers the 
 the training environment with the run script's own environment; ``npu-smi info`` on the host), reads the run's
 values from its spec (:mod:`run_spec`) and calls :func:`evaluate`; pytest calls it with facts written by hand. A row is ``{"check", "status", "detail", "fix"}``; the status is ``pass``, ``fail``,
 ``warn`` (the run may start, but look) or ``absent`` ("not on this host": the check needs what this host does not
-have, e.g. an NPU stack on the simulated host). Only ``fail`` stops a launch.
+have, e.g. an NPU stack on the simulated host). Only ``fail`` stops a launch. A fix names what to change by the
+``grpo_doctor`` module's options, as ``{field}`` (:mod:`ascend_grpo.common.errors`): ``{scripts}``, ``{environment}``,
+``{cards}``, ``{python}``, and the options that exist only to be named (``{host_npu_smi}``, ``{loggers}``...); the
+module renders them as the calling role's settings before the rows are kept and returned.
 
 Where the rules come from (the threads users of this stack report, and the packages' own metadata):
 - versions: the deps stage's pins (its record), the torch / torch_npu pair (torch_npu X.Y.Z.postN is built for torch
@@ -131,7 +134,7 @@ def version_rows(facts, pins, accept=(), inventory=""):
                          "; ".join(bad) if bad else "%d pinned packages as pinned (%s)" % (
                              len(report["rows"]), ", ".join("%s %s" % (r["package"], r["installed"])
                                                             for r in report["rows"][:4])),
-                         "rerun the deps stage (%s): it installs the profile's pins (deps_pinning_profile)"
+                         "rerun the deps stage (%s): it installs the profile's pins ({pins_profile})"
                          % rerun.command("deps", inventory)))
     else:
         rows.append(_row("pins", "fail", "no pins: the deps stage's record has none",
@@ -192,7 +195,7 @@ def ascend_rows(facts, scripts):
                          "; ".join("%s: %s" % kv for kv in sorted(missing.items())) if missing
                          else "%s loaded (ASCEND_HOME_PATH %s)" % (", ".join(loaded),
                                                                   (facts.get("env") or {}).get("ASCEND_HOME_PATH", "-")),
-                         "source the CANN environment before the run: grpo_train_env_scripts (now %s) must name the "
+                         "source the CANN environment before the run: {scripts} (now %s) must name the "
                          "toolkit's set_env.sh and nnal/atb/set_env.sh that exist on this host (vllm-ascend #262)"
                          % (list(scripts) or "[]")))
     npu = facts.get("torch_npu")
@@ -202,7 +205,7 @@ def ascend_rows(facts, scripts):
         return rows
     if not npu or npu.get("error"):
         rows.append(_row("import torch_npu", "fail", (npu or {}).get("error", "not imported"),
-                         "a missing lib*.so: source the CANN scripts (grpo_train_env_scripts); a symbol error: "
+                         "a missing lib*.so: source the CANN scripts ({scripts}); a symbol error: "
                          "torch_npu and torch do not pair (see the versions)"))
         rows.append(_row("a tensor op on each card", "fail", "torch_npu does not import", "see import torch_npu"))
         return rows
@@ -216,13 +219,13 @@ def ascend_rows(facts, scripts):
         # (the card numbering row says which); a reset would not change that
         rows.append(_row("a tensor op on each card", "fail", "no card is visible to torch_npu",
                          "see the card numbering check: the environment needs a /dev/davinciN for each card "
-                         "(npu_container_visible_devices) and ASCEND_RT_VISIBLE_DEVICES in the runtime's numbers"))
+                         "({cards}) and ASCEND_RT_VISIBLE_DEVICES in the runtime's numbers"))
         return rows
     rows.append(_row("a tensor op on each card", "fail" if bad else "pass",
                      "; ".join(bad) if bad else "%d card(s) answered (%s)" % (
                          len(cards), ", ".join("npu:%s %.2f s" % (k, v["seconds"]) for k, v in sorted(cards.items()))),
                      "check 'npu-smi info' for the card's health and the processes on it: stop what holds the card, "
-                     "or leave it out of npu_container_visible_devices; a card that stays hung with nothing on it "
+                     "or leave it out of {cards}; a card that stays hung with nothing on it "
                      "needs the host's operator (npu-smi set -t reset resets it for every user of the host)"))
     return rows
 
@@ -247,8 +250,8 @@ def numbering_rows(facts, cards, in_container, inventory=""):
         return [_row("card numbering", "pass", detail)]
     return [_row("card numbering", "fail", "; ".join(problems),
                  "leave ASCEND_RT_VISIBLE_DEVICES to the container stage, which sets the runtime's numbers (0 to n-1 "
-                 "inside the container, the host's with npu_container_mode none): take it out of grpo_train_env and "
-                 "npu_container_env and rerun the container stage (%s), which recreates a container made with the "
+                 "inside the container, the host's with {container_mode} none): take it out of {environment} and "
+                 "{container_env} and rerun the container stage (%s), which recreates a container made with the "
                  "host's numbers or other cards. Not a card fault: no reset changes the numbering"
                  % rerun.command("container", inventory))]
 
@@ -268,7 +271,7 @@ def hbm_rows(smi, cards, utilization, smi_error=""):
     this host" (a misspelt npu_container_npu_smi passed the doctor)."""
     if smi_error:
         return [_row("npu-smi", "fail", smi_error,
-                     "set npu_container_npu_smi to the NPU host's npu-smi (command -v npu-smi there, e.g. "
+                     "set {host_npu_smi} to the NPU host's npu-smi (command -v npu-smi there, e.g. "
                      "/usr/local/sbin/npu-smi) and rerun the container stage, which checks it and hands it on")]
     if not smi or not smi.get("cards"):
         return [_row("free HBM", "absent", "%s: npu-smi printed no card table" % ABSENT)]
@@ -309,7 +312,7 @@ def env_rows(facts, run):
     nz = env.get("VLLM_ASCEND_ENABLE_NZ")
     rows.append(_row("VLLM_ASCEND_ENABLE_NZ=0", "pass" if nz == "0" else "fail",
                      "VLLM_ASCEND_ENABLE_NZ=%s" % ("unset" if nz is None else nz),
-                     "set VLLM_ASCEND_ENABLE_NZ: '0' in grpo_train_env: with the NZ weight layout vllm-ascend's "
+                     "set VLLM_ASCEND_ENABLE_NZ: '0' in {environment}: with the NZ weight layout vllm-ascend's "
                      "rollouts come out garbled (vllm-ascend #5747)"))
     uvloop = facts.get("uvloop_importable")
     rows.append(_row("uvloop absent", "fail" if uvloop else "pass",
@@ -325,14 +328,14 @@ def env_rows(facts, run):
         conf or "unset")
     if sleep and expandable:
         rows.append(_row("allocator / sleep mode", "fail", detail,
-                         "take expandable_segments:True out of PYTORCH_NPU_ALLOC_CONF (grpo_train_env): the sleep "
+                         "take expandable_segments:True out of PYTORCH_NPU_ALLOC_CONF ({environment}): the sleep "
                          "mode's memory pool asserts against them (vllm-ascend camem.py); or set "
                          "actor_rollout_ref.rollout.free_cache_engine=false"))
     elif run.get("device") == "npu" and env.get("PYTORCH_CUDA_ALLOC_CONF") and not conf:
         rows.append(_row("allocator / sleep mode", "warn",
                          detail + "; PYTORCH_CUDA_ALLOC_CONF=%s is set" % env["PYTORCH_CUDA_ALLOC_CONF"],
                          "torch_npu reads PYTORCH_NPU_ALLOC_CONF, not PYTORCH_CUDA_ALLOC_CONF: set the former in "
-                         "grpo_train_env if you meant the guide's max_split_size_mb to apply"))
+                         "{environment} if you meant the guide's max_split_size_mb to apply"))
     else:
         rows.append(_row("allocator / sleep mode", "pass", detail))
     return rows
@@ -372,7 +375,7 @@ def ray_rows(facts, run, cards, cluster, inventory=""):
     if usable >= per_node and seen >= len(cards):
         return [_row("Ray's NPU resource", "pass", detail)]
     return [_row("Ray's NPU resource", "fail", detail,
-                 "the container needs a /dev/davinciN node for each card (npu_container_visible_devices) and "
+                 "the container needs a /dev/davinciN node for each card ({cards}) and "
                  "ASCEND_RT_VISIBLE_DEVICES naming them; trainer.n_gpus_per_node at most the cards given "
                  "(vllm-ascend #3114)")]
 
@@ -418,7 +421,7 @@ def tracker_rows(facts, run):
     if missing:
         return [_row("trackers", "fail", "trainer.logger %s: %s not installed in the stack" % (
             text, ", ".join(TRACKERS[name] for name in missing)),
-            "take %s out of grpo_train_loggers, or install it in the stack's Python (pip install %s)" % (
+            "take %s out of {loggers}, or install it in the stack's Python (pip install %s)" % (
                 ", ".join(missing), " ".join(TRACKERS[name] for name in missing)))]
     return [_row("trackers", "pass", "trainer.logger: %s" % (", ".join(found) or "none"))]
 
@@ -496,6 +499,10 @@ def _stat(path):
         return None
 
 
+def _as_is(rows):
+    return rows
+
+
 def container_start():
     """This environment's boot and its first process's start (a restarted container is a new environment)."""
     try:
@@ -541,8 +548,8 @@ def run_probe(run_command, p, req, env_path):
         facts = None
     if facts is None and rc == 127:
         # bash's "command not found": the stack's Python itself is missing, a setting to fix, not a broken stack
-        return {"error": "the stack's Python (grpo_common_python: %s) could not run: it does not exist in the "
-                         "training environment; it comes from npu_container_stack_venv (grpo_stack_venv) and the deps "
+        return {"error": "the stack's Python ({python}: %s) could not run: it does not exist in the "
+                         "training environment; it comes from {container_stack_venv} ({stack_venv}) and the deps "
                          "stage installs it" % p["python"]}
     if facts is None:
         tail = " | ".join((err or out or "").strip().splitlines()[-3:])
@@ -551,11 +558,13 @@ def run_probe(run_command, p, req, env_path):
     return facts
 
 
-def checkup(p, run_command, check_mode=False):
+def checkup(p, run_command, check_mode=False, render=None):
     """The module's whole result: the run's values from its spec (:mod:`run_spec`; a missing one raises
     :class:`run_spec.MissingSpec` naming the command that writes it), the probe (or the last passing facts while the
     fingerprint holds), the rows, and the record ``<state_dir>/doctor.json`` written when it changed (not in check
-    mode). ``p``: the module's parameters; ``run_command(argv, **kwargs)`` -> (rc, stdout, stderr)."""
+    mode). ``p``: the module's parameters; ``run_command(argv, **kwargs)`` -> (rc, stdout, stderr); ``render``: the
+    rows as the person reads them, the module's {field}s named (the module's; as they are without it), applied
+    before the rows are kept, so the record says what the result says."""
     run = run_settings(run_spec.values(run_spec.read(p["state_dir"], p.get("inventory") or "", p["run_dir"])))
     try:
         smi = npu_smi.parse(p["npu_smi"]) if p["npu_smi"].strip() else None
@@ -586,7 +595,7 @@ def checkup(p, run_command, check_mode=False):
               "in_container": p["in_container"], "scripts": p["scripts"],
               "npu_smi": smi, "cluster": bool(p["cluster_address"]), "inventory": p["inventory"],
               "npu_smi_error": tool_error(p["npu_smi_command"], p["npu_smi_rc"], p["npu_smi_error"])}
-    rows = evaluate(facts, expect)
+    rows = (render or _as_is)(evaluate(facts, expect))
     passed = not any(r["status"] == "fail" for r in rows)
     result = {"fingerprint": stamp, "passed": passed, "summary": summary(rows), "rows": rows, "facts": facts,
               "run": run, "cards": p["cards"]}

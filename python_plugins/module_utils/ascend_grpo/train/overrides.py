@@ -146,34 +146,35 @@ def _flatten_into(mapping, path, plus, flat):
 
 
 # What the run script sets itself from a setting that checks it (or that the package owns outright): a user's
-# override of it would bypass that check, so it is refused naming the setting to use. Ray's dashboard and job API
-# run code for anyone who reaches them (CVE-2023-48022); verl passes ray_kwargs.ray_init to ray.init() whole
+# override of it would bypass that check, so it is refused naming the setting to use, as a {field} the caller names
+# (common.errors; the train stage's filters map each to its setting: OWNED_SETTINGS there). Ray's dashboard and job
+# API run code for anyone who reaches them (CVE-2023-48022); verl passes ray_kwargs.ray_init to ray.init() whole
 # (verl/trainer/main_ppo.py at the guide's commit), so these keys would widen it or point the run elsewhere.
 _DASHBOARD = ("the package keeps Ray's dashboard and its job API on loopback (one host: verl's own Ray never "
-              "widens it; several hosts: ray_cluster_dashboard and ray_cluster_dashboard_port)")
-_TRUST = ("set grpo_trust_remote_code (the assets and eval stages then let a model's own code through as well; "
+              "widens it; several hosts: {dashboard} and {dashboard_port})")
+_TRUST = ("set {trust_remote_code} (the assets and eval stages then let a model's own code through as well; "
           "without it, a folder that carries code is refused)")
 OWNED = {
     "ray_kwargs.ray_init.include_dashboard": _DASHBOARD,
     "ray_kwargs.ray_init.dashboard_host": _DASHBOARD,
     "ray_kwargs.ray_init.dashboard_port": _DASHBOARD,
-    "ray_kwargs.ray_init.address": "the cluster stage attaches the run to its Ray (grpo_cluster_head); one host: "
+    "ray_kwargs.ray_init.address": "the cluster stage attaches the run to its Ray ({cluster_head}); one host: "
                                    "verl starts its own",
-    "ray_kwargs.ray_init._node_ip_address": "the cluster stage gives each node its address (ray_cluster_interface, "
-                                            "ray_cluster_head_address)",
+    "ray_kwargs.ray_init._node_ip_address": "the cluster stage gives each node its address ({interface}, "
+                                            "{head_address})",
     "ray_kwargs.ray_init._redis_password": "the cluster stage sets Ray's authentication",
-    "ray_kwargs.ray_init._system_config": "the cluster stage pins Ray's ports and authentication (ray_cluster_*)",
-    "trainer.default_local_dir": "set grpo_train_checkpoint_dir (checked, and counted by the disk checks)",
-    "trainer.logger": "set grpo_train_loggers (it also places each tracker's files in the workspace)",
-    "trainer.project_name": "set grpo_train_project (a folder name, checked)",
-    "trainer.experiment_name": "set grpo_train_experiment (a folder name, checked)",
+    "ray_kwargs.ray_init._system_config": "the cluster stage pins Ray's ports and authentication ({cluster_settings})",
+    "trainer.default_local_dir": "set {checkpoint_dir} (checked, and counted by the disk checks)",
+    "trainer.logger": "set {loggers} (it also places each tracker's files in the workspace)",
+    "trainer.project_name": "set {project} (a folder name, checked)",
+    "trainer.experiment_name": "set {experiment} (a folder name, checked)",
     # a model folder may carry code (auto_map, *.py) that transformers runs when this is on (issue 44)
     "actor_rollout_ref.model.trust_remote_code": _TRUST,
     "data.trust_remote_code": _TRUST,
     "critic.model.trust_remote_code": _TRUST,
     "reward_model.model.trust_remote_code": _TRUST,
     "trainer.nnodes": "it comes from the inventory (one node per NPU host)",
-    "trainer.n_gpus_per_node": "set npu_container_visible_devices (the cards each host gives the run)",
+    "trainer.n_gpus_per_node": "set {visible_devices} (the cards each host gives the run)",
 }
 
 
@@ -186,10 +187,11 @@ def _override_paths(mapping, prefix=()):
             yield from _override_paths(value, path)
 
 
-def owned_problems(user_overrides, setting="grpo_train_overrides"):
+def owned_problems(user_overrides, setting="{overrides}"):
     """One problem for each key of the user's overrides that the run script sets itself (:data:`OWNED`): the key
     itself (any value, null included: null would remove the package's value), or a key above it given a value that
-    is not a mapping (it would replace the whole subtree)."""
+    is not a mapping (it would replace the whole subtree). ``setting`` names where the overrides come from; the
+    problems name settings as {field}s (:data:`OWNED`), ``{overrides}`` by default."""
     if not isinstance(user_overrides, Mapping):
         return []
     out = []
@@ -213,7 +215,7 @@ def owned_in_profiles(profiles, builtin_dir):
         if os.path.dirname(os.path.realpath(path)) == builtin:
             continue
         out += owned_problems((profile.get("data") or {}).get("overrides") or {},
-                              "grpo_train_profiles (the profile file %s)" % path)
+                              "{profiles} (the profile file %s)" % path)
     return out
 
 

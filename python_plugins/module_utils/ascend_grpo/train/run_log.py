@@ -407,13 +407,15 @@ def why_it_ended(exit_status, error, last_line, saved, checkpoint_free_mb=None):
 
     ``exit_status``: what the job's wrapper recorded (None: it could not: the process, its container or the
     machine went all at once); ``error``: the exception :func:`parse` found; ``last_line``: the log's last line;
-    ``saved``: the steps whose save finished; ``checkpoint_free_mb``: free space where checkpoints go."""
+    ``saved``: the steps whose save finished; ``checkpoint_free_mb``: free space where checkpoints go. A full disk's
+    fix names the setting that keeps fewer checkpoints as ``{max_actor_ckpt_to_keep}`` (grpo_train_status's option,
+    which the role maps to grpo_max_actor_ckpt_to_keep)."""
     resume = ("a rerun resumes from step %d, the newest checkpoint whose save finished" % saved[-1] if saved
               else "a rerun starts from the beginning (no save finished)")
     # torch.save on a full disk says "file write failed", not ENOSPC: the free space left tells
     low = checkpoint_free_mb is not None and checkpoint_free_mb < workspace.LOW_SPACE_MB
     if error and ("No space left on device" in error or "Errno 28" in error or low):
-        return ("%s: the disk is full%s. Free space (older global_step_N folders; grpo_max_actor_ckpt_to_keep, "
+        return ("%s: the disk is full%s. Free space (older global_step_N folders; {max_actor_ckpt_to_keep}, "
                 "trainer.max_actor_ckpt_to_keep, keeps fewer), then rerun: %s" % (error, "" if checkpoint_free_mb is None else
                                                    " (%d MB free where checkpoints go)" % checkpoint_free_mb, resume))
     if error:

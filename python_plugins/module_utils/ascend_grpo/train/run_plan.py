@@ -20,6 +20,10 @@ verl alone would decide).
 The overrides come as data, the merged mapping the run's words are written from (``overrides.override_map``), this
 launch's from the role and the last launch's from its record in ``launches.jsonl``: no override word is parsed back.
 
+Messages name the stage's inputs as ``{field}`` (:mod:`ascend_grpo.common.errors`): ``{overrides}`` and
+``{relaunch}`` in the launch's, ``{step}`` in the gate's; the stages' filters render them as their settings
+(``grpo_train_overrides``, ``grpo_train_relaunch``, ``grpo_eval_step``).
+
 Standard library only.
 """
 
@@ -67,15 +71,16 @@ def planned_total(overrides, last_overrides=None, last_logged=None):
     mapping (words only) comes as None: it counts as "no earlier launch logged the loader's size" (unknown), and its
     words are never parsed back.
 
-    Returns ``{"total": N or None, "how": text for people, "raise": the setting that would raise it}``.
+    Returns ``{"total": N or None, "how": text for people, "raise": the setting that would raise it, with
+    ``{overrides}`` for the run's overrides}``.
     """
     new = _keyed(overrides)
     logged = last_logged or {}
     steps = _int(new.get(TOTAL_STEPS))
     if steps is not None:
         return {"total": steps, "how": "%s=%d" % (TOTAL_STEPS, steps),
-                "raise": "%s in grpo_train_overrides" % TOTAL_STEPS}
-    epochs_hint = "%s in grpo_train_overrides (or set %s)" % (TOTAL_EPOCHS, TOTAL_STEPS)
+                "raise": "%s in {overrides}" % TOTAL_STEPS}
+    epochs_hint = "%s in {overrides} (or set %s)" % (TOTAL_EPOCHS, TOTAL_STEPS)
     if last_overrides is None:
         return {"total": None, "how": "unknown: no earlier launch logged the loader's size", "raise": epochs_hint}
     last = _keyed(last_overrides)
@@ -101,7 +106,8 @@ def _newest_saved(before):
 def launch_plan(before, overrides, script_sha1, relaunch=False):
     """Whether the train stage launches, from the run's status (the ``grpo_train_status`` module's result, with its
     ``launch_override_map`` and ``last_log``), the merged overrides this launch would use (``{dotted key: value}``,
-    as :func:`planned_total` takes them), the script's sha1, and grpo_train_relaunch.
+    as :func:`planned_total` takes them), the script's sha1, and grpo_train_relaunch (``{relaunch}`` in the
+    message).
 
     Returns ``{"wanted", "launch", "why", "message", "total", "newest"}``: ``wanted`` is what the state alone says
     (not going; and relaunch asked, or not finished, or another script), ``launch`` that and a run with something
@@ -118,7 +124,7 @@ def launch_plan(before, overrides, script_sha1, relaunch=False):
     if finished_same and not relaunch:
         plan.update(why="finished with this script", message=(
             "The last run finished with this very script (%s of %s steps): nothing to do. Change the overrides "
-            "(more steps or epochs resume from the newest checkpoint) or set grpo_train_relaunch=true."
+            "(more steps or epochs resume from the newest checkpoint) or set {relaunch}=true."
             % (before.get("step") if before.get("step") is not None else "-", before.get("total_steps") or "?")))
         return plan
     plan["wanted"] = True
@@ -137,7 +143,7 @@ def launch_plan(before, overrides, script_sha1, relaunch=False):
         "would train step %d past the end (verl resumes at the saved step + 1 and compares with the total only "
         "after that step), so nothing is launched%s. To train on from step %d, raise %s above %d."
         % (newest, total["total"], total["how"], newest + 1,
-           " although grpo_train_relaunch is set" if relaunch else "", newest, total["raise"], newest)))
+           " although {relaunch} is set" if relaunch else "", newest, total["raise"], newest)))
     return plan
 
 
@@ -203,7 +209,7 @@ def eval_gate(run, eval_cards, step=0, name="", command=None):
             hold = "It holds %s, which OpenCompass would use here" % cards
             if step:
                 out["action"] = "refuse"
-                out["lines"] = [where, "%s: grpo_eval_step %s is not evaluated while it goes (OpenCompass would "
+                out["lines"] = [where, "%s: {step} %s is not evaluated while it goes (OpenCompass would "
                                        "share the card with the training and could run either out of memory)."
                                 % (hold, step),
                                 "Stop it first: %s, or evaluate once it has finished." % command("stop"),

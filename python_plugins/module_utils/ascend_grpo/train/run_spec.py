@@ -22,6 +22,7 @@ Hydra and OmegaConf, in the training environment.
 import os
 
 from ..common import rerun, workspace
+from ..common.errors import StageFailure
 from . import overrides as ov
 from . import train_rules
 
@@ -49,11 +50,13 @@ class MissingSpec(Exception):
     """No usable run spec: the message says what is wrong and the command that writes it."""
 
 
-class CheckFailed(Exception):
-    """The check refused the run: the message names what to change; ``errors`` each problem ({key, message})."""
+class CheckFailed(StageFailure):
+    """The check refused the run: the message names what to change (the module's inputs as ``{field}``: ``{verl_dir}``,
+    and the disk check's ``{max_actor_ckpt_to_keep}`` and ``{checkpoint_dir}``); ``errors`` each problem ({key,
+    message}), returned with it."""
 
     def __init__(self, message, errors=()):
-        super().__init__(message)
+        super().__init__(message, {"errors": list(errors)})
         self.errors = list(errors)
 
 
@@ -127,10 +130,10 @@ def check_run(p, check_mode=False):
     try:
         verl_dir = workspace.verl_dir(p["state_dir"], p["verl_dir"], p["inventory"])
     except workspace.MissingRecord as err:
-        raise CheckFailed("%s Or set grpo_train_verl_dir to the folder that holds verl/." % err) from err
+        raise CheckFailed("%s Or set {verl_dir} to the folder that holds verl/." % err) from err
     config_dir = os.path.join(verl_dir, "verl", "trainer", "config")
     if not os.path.isfile(os.path.join(config_dir, p["config_name"] + ".yaml")):
-        raise CheckFailed("%s has no %s.yaml: run the deps stage (%s) or set grpo_train_verl_dir"
+        raise CheckFailed("%s has no %s.yaml: run the deps stage (%s) or set {verl_dir}"
                           % (config_dir, p["config_name"], rerun.command("deps", p["inventory"])))
     try:
         from omegaconf import OmegaConf

@@ -14,6 +14,10 @@ Standard library only. What verl@634bd935's ``verl/utils/tracking.py`` reads, pe
 (``<tracking>/<backend>/<project>/<experiment>``), offline where the backend has a mode for it; :func:`problems`
 refuses what cannot work before anything starts; :func:`tensorboard_view` says how to see the TensorBoard events from
 a laptop without opening a port to the world.
+
+Messages name the inputs as ``{field}`` (:mod:`ascend_grpo.common.errors`): ``{loggers}``, ``{wandb_key}``,
+``{user_env}`` and ``{host}``, the parameters' names; the train stage's filters render them as its settings
+(``grpo_train_loggers``, ``grpo_train_wandb_api_key``, ``grpo_train_env``, ``grpo_train_tensorboard_host``).
 """
 
 import difflib
@@ -32,22 +36,23 @@ def run_dir(tracking, backend, project, experiment):
 
 
 def problems(loggers, wandb_key="", user_env=None):
-    """Why ``loggers`` (``grpo_train_loggers``) cannot work, as messages naming the setting; [] when they can."""
+    """Why ``loggers`` (``grpo_train_loggers``) cannot work, as messages naming the input at fault as ``{field}``;
+    [] when they can."""
     user_env = user_env or {}
     if not isinstance(loggers, (list, tuple)) or not loggers:
-        return ["grpo_train_loggers is a non-empty list of verl's trackers (%s), e.g. [console, tensorboard]"
+        return ["{loggers} is a non-empty list of verl's trackers (%s), e.g. [console, tensorboard]"
                 % ", ".join(BACKENDS)]
     found = []
     for name in loggers:
         if name not in BACKENDS:
             close = difflib.get_close_matches(str(name), list(BACKENDS), n=1)
-            found.append("grpo_train_loggers: %r is not one of verl's trackers here (%s)%s" % (
+            found.append("{loggers}: %r is not one of verl's trackers here (%s)%s" % (
                 name, ", ".join(BACKENDS), "; did you mean %s?" % close[0] if close else ""))
     if len(set(loggers)) != len(loggers):
-        found.append("grpo_train_loggers names a tracker twice: %s" % ", ".join(loggers))
+        found.append("{loggers} names a tracker twice: %s" % ", ".join(loggers))
     if "wandb" in loggers and not wandb_key and str(user_env.get("WANDB_MODE", "")) not in ("offline", "disabled"):
-        found.append("grpo_train_loggers has wandb, which uploads with a key: set grpo_train_wandb_api_key (it reaches "
-                     "the run's process only), or WANDB_MODE: offline in grpo_train_env")
+        found.append("{loggers} has wandb, which uploads with a key: set {wandb_key} (it reaches "
+                     "the run's process only), or WANDB_MODE: offline in {user_env}")
     return found
 
 
@@ -75,25 +80,25 @@ def env(loggers, tracking, project, experiment):
     return {"env": variables, "folders": folders, "file_dir": file_dir}
 
 
-def tensorboard_bind(asked, network, container_address):
+def tensorboard_bind(host, network, container_address):
     """The address TensorBoard listens on, and why: (address, reason) or (None, problem).
 
-    ``asked``: ``grpo_train_tensorboard_host`` ("" to choose); ``network``: the container's network as the container
+    ``host``: ``grpo_train_tensorboard_host`` ("" to choose; ``{host}`` in a problem); ``network``: the container's network as the container
     stage recorded it ("host" when it shares the host's); ``container_address``: the container's own address.
     Never all interfaces: TensorBoard has no login, and whoever reaches it reads the run."""
-    if asked:
+    if host:
         try:
-            address = ipaddress.ip_address(asked)
+            address = ipaddress.ip_address(host)
         except ValueError:
-            return None, "grpo_train_tensorboard_host: %r is not an IP address" % asked
+            return None, "{host}: %r is not an IP address" % host
         if address.is_unspecified:
-            return None, ("grpo_train_tensorboard_host: %s listens on every interface, and TensorBoard has no login; "
-                          "leave it empty (loopback, or the container's own address) and use the ssh tunnel" % asked)
-        return str(address), "as grpo_train_tensorboard_host asks"
+            return None, ("{host}: %s listens on every interface, and TensorBoard has no login; "
+                          "leave it empty (loopback, or the container's own address) and use the ssh tunnel" % host)
+        return str(address), "as {host} asks"
     if network == "host":
         return "127.0.0.1", "the container shares the host's network: loopback, reached through ssh"
     if not container_address:
-        return None, ("the container's own address is unknown: set grpo_train_tensorboard_host to an address of the "
+        return None, ("the container's own address is unknown: set {host} to an address of the "
                       "container that only this host reaches")
     return container_address, ("the container's own address on Docker's bridge: this host reaches it, other machines "
                                "do not (no port is published)")

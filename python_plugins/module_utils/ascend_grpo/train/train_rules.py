@@ -191,8 +191,8 @@ def check(cfg, env, inventory=""):
         free = env.get("free_bytes")
         if free is not None and free < need["total"]:
             fail("trainer.max_actor_ckpt_to_keep", "the run's checkpoints (%s) and its merged model need about %.1f "
-                 "GiB (%s), %s has %.1f GiB free: keep fewer checkpoints (grpo_max_actor_ckpt_to_keep), free space, "
-                 "or point grpo_train_checkpoint_dir at a larger disk" % (
+                 "GiB (%s), %s has %.1f GiB free: keep fewer checkpoints ({max_actor_ckpt_to_keep}), free space, "
+                 "or point {checkpoint_dir} at a larger disk" % (
                      how, need["total"] / 2**30, run_size.describe(need), _get(cfg, "trainer.default_local_dir"),
                      free / 2**30))
 
