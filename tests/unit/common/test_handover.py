@@ -10,6 +10,7 @@ import yaml
 from ascend_grpo.common import workspace
 from ascend_grpo.deps import stack_files
 from grpo_testkit import ROOT, run_module
+from grpo_testkit.setting_names import role_setting_names
 
 
 def test_a_record_is_written_once_and_read_back(tmp_path):
@@ -92,8 +93,11 @@ def test_the_patch_module_patches_the_tree_the_deps_record_names(tmp_path):
 
 def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(tmp_path):
     for module, params, setting in (
-            ("verl_patch", {"operations": []}, "verl_compat_patch_verl_dir"),
-            ("verl_import_check", {"entries": ["verl.trainer.main_ppo"]}, "verl_compat_patch_verl_dir"),
+            ("verl_patch", {"operations": [], "setting_names": role_setting_names("verl_compat_patch", "verl_patch")},
+             "verl_compat_patch_verl_dir"),
+            ("verl_import_check", {"entries": ["verl.trainer.main_ppo"],
+                                   "setting_names": role_setting_names("verl_compat_patch", "verl_import_check")},
+             "verl_compat_patch_verl_dir"),
             ("verl_config_check", {"overrides": [], "cards": [0]}, "grpo_train_verl_dir")):
         result = run_module(module, dict(params, state_dir=str(tmp_path), inventory="-i inventories/sim"))
         assert result["failed"], module
