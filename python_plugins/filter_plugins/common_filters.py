@@ -191,11 +191,21 @@ def docker_network_problems(info, setting, name):
 
 
 _KNOWN = {}
+# Settings that were replaced by another (one setting for one thing): the old name is refused naming the new one and
+# why, rather than silently ignored (kubespray's removed-variable check). Old name -> (new name, why).
+RENAMED_SETTINGS = {
+    "ray_cluster_head": ("grpo_cluster_head", "a setting every stage shares"),
+    "ray_cluster_head_node": ("grpo_cluster_head_node", "a setting every stage shares"),
+    # the doctor now reads each card's free HBM with the npu-smi the container stage checked and published
+    "grpo_train_npu_smi": ("npu_container_npu_smi", "one npu-smi for every stage: the container stage checks it "
+                           "and hands it on to the doctor"),
+}
 
 
 def project_names(root=_PROJECT):
     """settings.project_names over the project's own files: the roles' argument specs and defaults, their task
-    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know)."""
+    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know), and
+    the settings that were renamed (``renamed``: :data:`RENAMED_SETTINGS`)."""
     import glob
 
     import yaml
@@ -207,8 +217,9 @@ def project_names(root=_PROJECT):
                 out.append(yaml.safe_load(handle))
         return out
 
-    return settings.project_names(load("roles/*/meta/argument_specs.yml"), load("roles/*/defaults/main.yml"),
-                                  load("roles/*/tasks/*.yml") + load("playbooks/*.yml") + load("site.yml"))
+    known = settings.project_names(load("roles/*/meta/argument_specs.yml"), load("roles/*/defaults/main.yml"),
+                                   load("roles/*/tasks/*.yml") + load("playbooks/*.yml") + load("site.yml"))
+    return dict(known, renamed=RENAMED_SETTINGS)
 
 
 def unknown_settings(names):
@@ -227,6 +238,9 @@ def user_set_internal(names):
 
 
 _TEXTS = {}
+# The settings the owned folders' layout starts from, by the engine's fields (owned_folders.ROOTS, HOLDERS,
+# EMPTY_MEANS): the workspace, the stack's venv, and verl's tree (empty: <workspace>/verl).
+OWNED_LAYOUT = {"workspace": "grpo_workspace", "stack_venv": "grpo_stack_venv", "verl_path": "deps_pinning_verl_path"}
 
 
 def owned_folder_problems(values, own, user=None):
@@ -237,7 +251,7 @@ def owned_folder_problems(values, own, user=None):
     (the rest are their defaults)."""
     if not _TEXTS:
         _TEXTS.update(owned_folders.defaults(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))))
+            os.path.abspath(__file__)))), OWNED_LAYOUT))
     values = dict(values)
     # every setting a default may name (the project and experiment in the run's folder), as the user set it
     for name in set(_TEXTS) - set(values):
@@ -246,7 +260,7 @@ def owned_folder_problems(values, own, user=None):
                 values[name] = user[name]
         except Exception:  # pylint: disable=broad-except  # a value that cannot be rendered here: its default
             continue
-    return owned_folders.problems(list(own), values, _TEXTS)
+    return owned_folders.problems(list(own), values, _TEXTS, OWNED_LAYOUT)
 
 
 class FilterModule:

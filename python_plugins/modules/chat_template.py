@@ -46,6 +46,8 @@ options:
     type: str
     choices: [present, proven]
     default: present
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -91,6 +93,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
 from ansible.module_utils.ascend_grpo.assets import template_install
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -98,7 +101,8 @@ def main():
         argument_spec=dict(model_dir=dict(type="path", required=True), template=dict(type="str"),
                            sample_file=dict(type="path"), sample_url=dict(type="str"),
                            sample_sha256=dict(type="str"), cache_dir=dict(type="path"),
-                           state=dict(type="str", choices=["present", "proven"], default="present")),
+                           state=dict(type="str", choices=["present", "proven"], default="present"),
+                           setting_names=dict(type="dict", default={})),
         mutually_exclusive=[template_install.SOURCES],
         required_one_of=[template_install.SOURCES],
         required_by={"sample_file": "sample_sha256", "sample_url": "sample_sha256"},
@@ -108,7 +112,7 @@ def main():
         result = template_install.install(module.params, module.check_mode,
                                           lambda url: fetch_url(module, url, timeout=60))
     except template_install.TemplateError as err:
-        module.fail_json(msg=str(err))
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

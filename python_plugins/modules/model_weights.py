@@ -10,8 +10,9 @@ description:
   - Looks at the destination's manifest and files and at the source, and returns what to do, C(none) (complete,
     every file the manifest lists is there with its size; no network is used), C(download), C(copy) or C(record)
     (a local folder used in place). It changes nothing; the fetch runs as a detached job (C(grpo_job)) from the plan.
-  - Fails, naming the setting at fault in C(field), on a repository or revision the hub does not have, a gated
-    repository without a token, an unreachable endpoint, or a local folder without config, weights or tokenizer.
+  - Fails, naming the option at fault in C(field) (and its setting, I(setting_names), in the message), on a
+    repository or revision the hub does not have, a gated repository without a token, an unreachable endpoint, or a
+    local folder without config, weights or tokenizer.
   - Fails (C(field=trust_remote_code)) on a model that would run code of its own when loaded, naming the files (an
     C(auto_map) in C(config.json) or C(tokenizer_config.json), C(*.py) files; in the local folder, in the hub's files
     the patterns allow, or in a complete destination), unless I(trust_remote_code) is true.
@@ -53,6 +54,8 @@ options:
     description: Accept a model that carries code (the user trusts its source); the plan hands it on to the fetch.
     type: bool
     default: false
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -93,7 +96,7 @@ trust_remote_code:
   returned: success
   type: bool
 field:
-  description: On failure, the setting at fault (repo, revision, token, endpoint, local_dir, dest, allow,
+  description: On failure, the option at fault (repo, revision, token, endpoint, local_dir, dest, allow,
     trust_remote_code).
   returned: failure
   type: str
@@ -102,6 +105,7 @@ field:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -117,6 +121,7 @@ def main():
             allow=dict(type="list", elements="str"),
             refresh=dict(type="bool", default=False),
             trust_remote_code=dict(type="bool", default=False),
+            setting_names=dict(type="dict", default={}),
         ),
         required_if=[("source", "hf", ["repo"]), ("source", "modelscope", ["repo"]),
                      ("source", "local", ["local_dir"])],
@@ -127,7 +132,7 @@ def main():
     try:
         result = weights.module_plan(module.params)
     except weights.WeightsError as err:
-        module.fail_json(msg=str(err), field=err.field)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

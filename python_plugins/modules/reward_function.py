@@ -52,6 +52,8 @@ options:
     type: str
     choices: [planned, present]
     default: present
+extends_documentation_fragment:
+  - grpo_setting_names
 author:
   - GRPO on Ascend maintainers
 """
@@ -95,6 +97,7 @@ scores:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import reward_deploy
+from ansible.module_utils.ascend_grpo.common import errors
 
 
 def main():
@@ -108,6 +111,7 @@ def main():
             workspace=dict(type="path", required=True),
             state_dir=dict(type="path", required=True),
             state=dict(type="str", default="present", choices=["planned", "present"]),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -115,7 +119,7 @@ def main():
         result = reward_deploy.module_deploy(module.params, module.check_mode,
                                              diff=module._diff)  # pylint: disable=protected-access
     except reward_deploy.RewardError as err:
-        module.fail_json(msg=str(err))
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

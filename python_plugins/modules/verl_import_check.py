@@ -24,6 +24,7 @@ description:
   - Changes nothing but that kept answer (not in check mode).
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   root:
     description:
@@ -111,6 +112,7 @@ blocking:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.patch import import_check, import_verdict
 
 
@@ -125,13 +127,14 @@ def main():
             optional=dict(type="list", elements="str", default=[]),
             enable_optional=dict(type="bool", default=False),
             inventory=dict(type="str", default=""),
+            setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         result = import_verdict.verdict(module.params, module.check_mode)
     except import_verdict.ImportsBlocked as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

@@ -14,6 +14,7 @@ description:
   - A patched file must parse and byte-compile, or nothing is written. Supports check mode and diff.
 extends_documentation_fragment:
   - grpo_inventory
+  - grpo_setting_names
 options:
   root:
     description:
@@ -40,6 +41,15 @@ options:
         it they are left as they are and reported as C(optional, not enabled).
     type: bool
     default: false
+  verl_source:
+    description:
+      - Not read. A profile that does not fit the tree is refused with a hint to check where the tree came from;
+        the hint names this option, which I(setting_names) maps to the setting that chose the tree's source.
+    type: raw
+  verl_version:
+    description:
+      - Not read. Named, like I(verl_source), in that hint, for the setting that chose the tree's version.
+    type: raw
 notes:
   - Every operation is tried; when any fails, the module fails listing all of them (one line each, in C(problems)),
     and no file is written. A file that is not UTF-8 or does not parse is such a problem, never a crash.
@@ -91,6 +101,7 @@ lines:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.patch import profile_apply
 
 
@@ -100,13 +111,16 @@ def main():
                            state_dir=dict(type="path", default=""),
                            operations=dict(type="list", elements="dict", required=True),
                            enable_optional=dict(type="bool", default=False),
-                           inventory=dict(type="str", default="")),
+                           inventory=dict(type="str", default=""),
+                           # named in a refusal only (see DOCUMENTATION), never read
+                           verl_source=dict(type="raw"), verl_version=dict(type="raw"),
+                           setting_names=dict(type="dict", default={})),
         supports_check_mode=True,
     )
     try:
         result = profile_apply.apply(module.params, module.check_mode)
     except profile_apply.PatchRefused as err:
-        module.fail_json(msg=err.msg, **err.result)
+        module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 
 

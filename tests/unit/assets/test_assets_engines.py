@@ -27,7 +27,7 @@ def test_a_server_error_is_asked_three_times_then_names_the_settings_to_change()
         download("https://example.invalid/tokenizer_config.json")
     assert len(calls) == 3 and slept == [2, 4]
     assert "cannot download https://example.invalid/tokenizer_config.json (500 said 500)" in str(err.value)
-    assert "assets_chat_template_sample_url" in str(err.value) and "assets_chat_template_sample_file" in str(err.value)
+    assert "set {sample_url} to a mirror, or {sample_file} to a copy" in str(err.value)
 
 
 def test_a_missing_file_is_asked_once():
@@ -51,7 +51,7 @@ def test_a_sample_that_cannot_be_loaded_names_its_setting(tmp_path):
                   sample_url=None, sample_sha256="0" * 64, cache_dir=None, state="present")
     with pytest.raises(template_install.TemplateError) as err:
         template_install.install(params, False, fetch=lambda url: pytest.fail("fetched"))
-    assert str(err.value).startswith("assets_chat_template_sample_file: ")
+    assert str(err.value).startswith("{sample_file}: ")
 
 
 def test_a_given_template_is_installed_and_its_sha_returned(tmp_path):
@@ -70,7 +70,7 @@ def test_a_weights_refusal_ends_with_the_fix_naming_the_setting(tmp_path):
     with pytest.raises(weights.WeightsError) as err:
         weights.module_plan(params)
     assert err.value.field == "local_dir"
-    assert str(err.value).endswith(". Fix: set assets_model_local_dir to a folder with config.json, *.safetensors "
+    assert str(err.value).endswith(". Fix: set {local_dir} to a folder with config.json, *.safetensors "
                                    "and the tokenizer files.")
 
 

@@ -71,6 +71,7 @@ import tarfile  # noqa: E402
 
 import yaml  # noqa: E402
 from grpo_testkit import ROOT, SAMPLE_COMMIT, need_sample_tarball, run_module  # noqa: E402
+from grpo_testkit.setting_names import role_setting_names  # noqa: E402
 
 MEMBER = "llm_rl/qwen2_5/verl_npu_demo/tokenizer_config.json"
 # The sample's default system prompt, as its chat_template writes it (DOMAIN.md, "The guide's chat template": the
@@ -231,7 +232,8 @@ def test_module_installs_the_sample_from_a_tarball_with_check_diff_and_a_quiet_r
 def test_module_refuses_a_wrong_pin_before_writing_and_proves_without_a_model(model, pinned, tmp_path):
     before = (model / "tokenizer_config.json").read_text()
     bad = run_module("chat_template", {"model_dir": str(model), "sample_file": need_sample_tarball(),
-                                       "sample_sha256": "0" * 64})
+                                       "sample_sha256": "0" * 64,
+                                       "setting_names": role_setting_names("assets", "chat_template")})
     assert bad["failed"] and bad["msg"].startswith("assets_chat_template_sample_file: " + need_sample_tarball())
     assert "holds no tokenizer_config.json with sha256 " + "0" * 64 in bad["msg"]
     assert (model / "tokenizer_config.json").read_text() == before
@@ -246,7 +248,8 @@ def test_module_refuses_a_wrong_pin_before_writing_and_proves_without_a_model(mo
 
 def test_module_says_what_to_set_when_the_url_cannot_be_reached(model, pinned, tmp_path):
     failed = run_module("chat_template", {"model_dir": str(model), "sample_url": "http://127.0.0.1:9/t.json",
-                                          "sample_sha256": pinned, "cache_dir": str(tmp_path / "dl")})
+                                          "sample_sha256": pinned, "cache_dir": str(tmp_path / "dl"),
+                                          "setting_names": role_setting_names("assets", "chat_template")})
     assert failed["failed"] and "cannot download http://127.0.0.1:9/t.json" in failed["msg"]
     assert failed["msg"].startswith("assets_chat_template_sample_url: ")
     assert "assets_chat_template_sample_file" in failed["msg"]

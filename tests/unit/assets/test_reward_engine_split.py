@@ -163,4 +163,4 @@ def test_the_preflight_refuses_a_reward_path_that_takes_the_engines_name(tmp_pat
     with pytest.raises(reward_deploy.RewardError) as err:
         reward_deploy.plan(_text(RULES), str(ws / "reward" / "math_reward_engine.py"), "compute_score", str(ws),
                            _text(ENGINE))
-    assert str(err.value).startswith("assets_reward_path: ")
+    assert str(err.value).startswith("{dest}: ")

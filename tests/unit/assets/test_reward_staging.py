@@ -6,6 +6,7 @@ import os
 import sys
 
 from grpo_testkit import ROOT, run_module, tree_snapshot
+from grpo_testkit.setting_names import role_setting_names
 
 from ascend_grpo.assets import reward_deploy
 
@@ -32,7 +33,8 @@ def test_a_new_reward_that_fails_its_scoring_leaves_the_old_one_byte_for_byte(tm
     before = tree_snapshot(str(ws))
     for text, words in ((BAD, "scored 0.500 for a right and 0.500 for a wrong answer"),
                         (BROKEN, "failed to score an answer")):
-        result = run_module("reward_function", dict(params, content=text))
+        result = run_module("reward_function", dict(params, content=text,
+                                                    setting_names=role_setting_names("assets", "reward_function")))
         assert result.get("failed"), result
         assert tree_snapshot(str(ws)) == before  # no staging copy, no backup, the proof as it was
         assert (ws / "reward" / "math_reward.py").read_text() == REWARD

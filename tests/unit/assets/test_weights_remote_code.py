@@ -49,7 +49,7 @@ def _refused(spec, *names):
     text = str(err.value)
     assert err.value.field == "trust_remote_code", text
     assert all(name in text for name in names), text
-    assert "grpo_trust_remote_code: true" in text, text
+    assert "set {trust_remote_code}: true" in text, text
     return text
 
 

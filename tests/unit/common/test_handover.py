@@ -95,8 +95,11 @@ def test_the_patch_module_patches_the_tree_the_deps_record_names(tmp_path):
 
 def test_the_tree_finding_modules_fail_naming_the_deps_stage_without_its_record(tmp_path):
     for module, params, setting in (
-            ("verl_patch", {"operations": []}, "verl_compat_patch_verl_dir"),
-            ("verl_import_check", {"entries": ["verl.trainer.main_ppo"]}, "verl_compat_patch_verl_dir"),
+            ("verl_patch", {"operations": [], "setting_names": role_setting_names("verl_compat_patch", "verl_patch")},
+             "verl_compat_patch_verl_dir"),
+            ("verl_import_check", {"entries": ["verl.trainer.main_ppo"],
+                                   "setting_names": role_setting_names("verl_compat_patch", "verl_import_check")},
+             "verl_compat_patch_verl_dir"),
             ("verl_config_check", {"overrides": [], "cards": [0],
                                    "setting_names": role_setting_names("grpo_train", "verl_config_check")},
              "grpo_train_verl_dir")):

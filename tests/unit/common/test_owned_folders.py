@@ -4,21 +4,23 @@ output at the train dir"): before, the stage went on and made over, replaced or 
 Each stage refuses it in its preflight, naming both settings, with the host's tree unchanged."""
 
 import pytest
+from common_filters import OWNED_LAYOUT
 from grpo_testkit import ROOT, run_role, tree_snapshot
 
 from ascend_grpo.common import owned_folders
 
-TEXTS = owned_folders.defaults(ROOT)
+# the role layer's layout (the owned_folder_problems filter's): the engine takes its settings from it
+TEXTS = owned_folders.defaults(ROOT, OWNED_LAYOUT)
 WS = {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "/data/grpo/venvs/stack"}
 TRAIN_DIR = "/data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single"  # the train stage's default
 
 
 def _problems(own, **values):
-    return owned_folders.problems(own, dict(WS, **values), TEXTS)
+    return owned_folders.problems(own, dict(WS, **values), TEXTS, OWNED_LAYOUT)
 
 
 def test_the_owned_folders_come_from_the_defaults_not_a_list():
-    names = owned_folders.owned(TEXTS)
+    names = owned_folders.owned(TEXTS, OWNED_LAYOUT)
     for name in ("grpo_common_state_dir", "grpo_common_jobs_dir", "deps_pinning_venv", "grpo_eval_venv",
                  "grpo_train_dir", "grpo_train_checkpoint_dir", "grpo_eval_dir", "assets_data_dir"):
         assert name in names, name
@@ -127,12 +129,13 @@ def test_another_stages_folder_is_rendered_with_what_the_user_set(tmp_path):
 def test_a_folder_set_empty_is_off_but_verls_tree_is_the_workspaces():
     """deps_pinning_venv empty: no venv (the environment's own Python), so no folder; deps_pinning_verl_path empty:
     verl's tree is <workspace>/verl (workspace.verl_dir), which is still a folder the deps stage owns."""
-    paths = owned_folders.resolve(TEXTS, owned_folders.owned(TEXTS),
+    paths = owned_folders.resolve(TEXTS, owned_folders.owned(TEXTS, OWNED_LAYOUT),
                                   {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "", "deps_pinning_venv": "",
-                                   "deps_pinning_verl_path": ""})
+                                   "deps_pinning_verl_path": ""}, OWNED_LAYOUT)
     assert "deps_pinning_venv" not in paths and "grpo_stack_venv" not in paths
     assert paths["deps_pinning_verl_path"] == "/data/grpo/verl"
     (problem,) = owned_folders.problems(["grpo_eval_venv"], {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "",
                                                              "deps_pinning_verl_path": "",
-                                                             "grpo_eval_venv": "/data/grpo/verl"}, TEXTS)
+                                                             "grpo_eval_venv": "/data/grpo/verl"}, TEXTS,
+                                        OWNED_LAYOUT)
     assert "it is the folder deps_pinning_verl_path names" in problem

@@ -9,6 +9,7 @@ import sys
 from ascend_grpo.common import workspace
 from ascend_grpo.patch import import_check
 from grpo_testkit import ROOT, run_module
+from grpo_testkit.setting_names import role_setting_names
 
 REWARD = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward.py"), encoding="utf-8").read()
 ENGINE = open(os.path.join(ROOT, "roles", "assets", "files", "math_reward_engine.py"), encoding="utf-8").read()
@@ -48,7 +49,7 @@ def test_a_new_stack_proves_the_reward_again(tmp_path):
 
 
 def test_the_preflight_refuses_a_missing_function_and_an_unwritable_place(tmp_path):
-    ws, params = _reward(tmp_path, state="planned")
+    ws, params = _reward(tmp_path, state="planned", setting_names=role_setting_names("assets", "reward_function"))
     assert run_module("reward_function", params)["deploy"] == "create"
     missing = run_module("reward_function", dict(params, name="score_it"))
     assert missing["failed"] and missing["msg"].startswith("assets_reward_name: the reward file")

@@ -355,6 +355,6 @@ def test_a_profile_that_does_not_fit_the_tree_names_the_tree_it_expects(tmp_path
         "vllm0.13.0: verl/workers/engine/fsdp/transformer_impl.py: file not found under %s" % root]
     assert caught.value.hints == [
         "vllm0.13.0 is written for verl@634bd935 (the guide's commit, deps_pinning_verl_version's default); the tree "
-        "at %s does not have the code it changes: check the deps stage's verl source (deps_pinning_verl_source, "
-        "deps_pinning_verl_version), or set verl_compat_patch_profiles to the profiles for this tree" % root]
+        "at %s does not have the code it changes: check the deps stage's verl source ({verl_source}, "
+        "{verl_version}), or set {operations} to the profiles for this tree" % root]
     assert digest(root) == before

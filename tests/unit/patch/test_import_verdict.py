@@ -40,7 +40,7 @@ def test_no_tree_and_no_record_names_the_setting(tmp_path):
     p = dict(tree_and_site(tmp_path, ""), root="")
     with pytest.raises(import_verdict.ImportsBlocked) as err:
         import_verdict.verdict(p, check_mode=False)
-    assert err.value.msg.endswith("Or set verl_compat_patch_verl_dir to the folder that holds verl/.")
+    assert err.value.msg.endswith("Or set {root} to the folder that holds verl/.")
     assert err.value.result == {}
 
 

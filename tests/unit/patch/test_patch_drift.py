@@ -17,6 +17,7 @@ import sys
 import pytest
 import yaml
 from grpo_testkit import FIXTURES, ROOT, run_module
+from grpo_testkit.setting_names import role_setting_names
 from grpo_testkit.upstream import registry_sdist, wheel_tree
 
 from ascend_grpo.patch import ast_patch, import_check
@@ -338,9 +339,10 @@ def test_the_fast_paths_never_change_a_verdict(upstream_634, verl634, stack, mon
 
 
 def test_a_workspace_without_verl_is_refused_with_the_fix(tmp_path):
-    result = run_module("verl_patch", {"root": str(tmp_path), "operations": ops("vllm0.13.0")})
+    result = run_module("verl_patch", {"root": str(tmp_path), "operations": ops("vllm0.13.0"),
+                                       "setting_names": role_setting_names("verl_compat_patch", "verl_patch")})
     assert result.get("failed")
     assert result["msg"] == ("%s holds no verl source (no verl/__init__.py): run the deps stage first (ansible-playbook "
-                             "site.yml -i <your inventory> --tags deps), or point root (verl_compat_patch_verl_dir) at "
+                             "site.yml -i <your inventory> --tags deps), or point verl_compat_patch_verl_dir at "
                              "the folder that holds verl/." % tmp_path)
     assert os.listdir(tmp_path) == []

@@ -1,7 +1,9 @@
 """The reward function in the workspace: where it may go, put there keeping an edited copy, and proven to score.
 
 - :func:`plan` (read-only, the assets stage's preflight): the destination's folder is writable, or can be made in
-  the workspace; the file defines the function training will call. Each problem names the setting to change.
+  the workspace; the file defines the function training will call. Each problem names the input to change as
+  ``{field}`` (the reward_function module's option: ``dest`` is fed by assets_reward_path, ``name`` by
+  assets_reward_name, ``content`` by the file assets_reward_src names).
 - :func:`deploy`: scores a right and a wrong answer the way verl calls the function, in a fresh process of the
   training environment's Python, from a staging copy in the state folder; only a file that scores then replaces the
   workspace's (a copy that differs, someone's edit, is kept as ``<file>.bak-<time>``), so a new reward that fails
@@ -22,6 +24,7 @@ import shutil
 import tempfile
 
 from ..common import runner, workspace
+from ..common.errors import StageFailure
 from ..train.train_rules import defines
 
 # Equal only symbolically, so math_verify itself must work: a string match cannot pass this.
@@ -48,8 +51,8 @@ print(json.dumps({"right": score(data_source="check", solution_str=text.replace(
 """
 
 
-class RewardError(Exception):
-    """What is wrong, naming the setting to change."""
+class RewardError(StageFailure):
+    """What is wrong, naming the input to change as ``{field}``."""
 
 
 def engine_path(dest):
@@ -69,11 +72,11 @@ def plan(text, dest, name, workspace_dir, engine=None):
     """What deploying would do (``none``, ``create`` or ``replace``; with ``engine``, the larger of the two files'),
     or :class:`RewardError`."""
     if engine is not None and os.path.basename(dest) == ENGINE_FILE:
-        raise RewardError("assets_reward_path: %s is the name of the reward's engine, which goes beside it: give "
+        raise RewardError("{dest}: %s is the name of the reward's engine, which goes beside it: give "
                           "the reward file another name." % dest)
     if not defines(text, name):
-        raise RewardError("assets_reward_name: the reward file (assets_reward_src) defines no %s at module level "
-                          "(or does not parse): set assets_reward_name to its scoring function." % name)
+        raise RewardError("{name}: the reward file ({content}) defines no %s at module level "
+                          "(or does not parse): set {name} to its scoring function." % name)
     folder = os.path.dirname(dest)
     if os.path.isdir(folder):
         ok = os.access(folder, os.W_OK)
@@ -81,8 +84,8 @@ def plan(text, dest, name, workspace_dir, engine=None):
         inside = os.path.abspath(dest).startswith(os.path.abspath(workspace_dir).rstrip("/") + "/")
         ok = not os.path.exists(folder) and inside and os.access(workspace_dir, os.W_OK)
     if not ok:
-        raise RewardError("assets_reward_path: %s is not a writable folder (nor one this stage can make in the "
-                          "workspace): set assets_reward_path to a path under %s." % (folder, workspace_dir))
+        raise RewardError("{dest}: %s is not a writable folder (nor one this stage can make in the "
+                          "workspace): set {dest} to a path under %s." % (folder, workspace_dir))
     action = _action(dest, text)
     if engine is None:
         return action
@@ -108,17 +111,17 @@ def score(python, dest, name, timeout=300, shown=None, run=runner.run_command):
         raise RewardError("%s: the reward check could not run with %s: %s" % (shown or dest, python, err)) from err
     if returncode != 0:
         tail = "\n".join(stderr.strip().splitlines()[-12:])
-        raise RewardError("%s failed to score an answer with %s (assets_reward_src / assets_reward_name):\n%s"
+        raise RewardError("%s failed to score an answer with %s ({content} / {name}):\n%s"
                           % (shown or dest, python, tail))
     try:
         scores = json.loads(stdout.strip().splitlines()[-1])
         right, wrong = float(scores["right"]), float(scores["wrong"])
     except (ValueError, KeyError, IndexError, TypeError) as err:
-        raise RewardError("%s printed no scores (%r): fix the file (assets_reward_src)"
+        raise RewardError("%s printed no scores (%r): fix the file ({content})"
                           % (shown or dest, stdout[-300:])) from err
     if not (right > 0.9 and wrong == 0.0):
         raise RewardError("%s scored %.3f for a right and %.3f for a wrong answer (want > 0.9 and 0): fix the file "
-                          "(assets_reward_src) or assets_reward_name." % (shown or dest, right, wrong))
+                          "({content}) or {name}." % (shown or dest, right, wrong))
     return {"right": right, "wrong": wrong}
 
 

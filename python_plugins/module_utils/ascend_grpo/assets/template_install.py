@@ -21,6 +21,8 @@ import re
 import tarfile
 import time
 
+from ..common.errors import StageFailure
+
 CONFIG = "tokenizer_config.json"
 JINJA = "chat_template.jinja"
 SOURCES = ("template", "sample_file", "sample_url")
@@ -30,9 +32,11 @@ MAX_DOWNLOAD = 256 * 1024 * 1024
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-class TemplateError(Exception):
+class TemplateError(StageFailure):
     """A template that cannot be installed: a sample that is not the pinned file, or a model folder whose tokenizer
-    config cannot take it."""
+    config cannot take it. The message names the chat_template module's option to change as ``{field}`` (in the
+    assets stage, ``sample_url`` is fed by assets_chat_template_sample_url and ``sample_file`` by
+    assets_chat_template_sample_file)."""
 
 
 def sha256_text(text):
@@ -258,8 +262,8 @@ def downloader(fetch, sleep=time.sleep):
             if attempt < 2:
                 sleep(2 * (attempt + 1))
         raise TemplateError(
-            "cannot download %s (%s): set assets_chat_template_sample_url to a mirror, or "
-            "assets_chat_template_sample_file to a copy on the host (the file, or a git archive tarball of the "
+            "cannot download %s (%s): set {sample_url} to a mirror, or "
+            "{sample_file} to a copy on the host (the file, or a git archive tarball of the "
             "sample's folder)"
             % (url, last.strip()))
     return download
@@ -268,8 +272,8 @@ def downloader(fetch, sleep=time.sleep):
 def install(params, check_mode, fetch):
     """What the chat_template module returns for its arguments: the template (given, or the proven sample's)
     installed into ``model_dir`` (``state: present``) or only proven (``proven``). ``fetch``: see
-    :func:`downloader`. A refusal is a :class:`TemplateError` whose message starts with the setting that gave the
-    sample when the sample could not be loaded."""
+    :func:`downloader`. A refusal is a :class:`TemplateError` whose message starts with the option that gave the
+    sample (``{sample_file}: `` or ``{sample_url}: ``) when the sample could not be loaded."""
     sample = None
     try:
         template = params["template"]
@@ -283,11 +287,11 @@ def install(params, check_mode, fetch):
         else:
             result = apply(params["model_dir"], template, check=check_mode)
     except (TemplateError, OSError) as err:
-        # the assets stage's setting that gave the sample, so the message names what to change
-        setting = "" if sample is not None else (
-            "assets_chat_template_sample_file: " if params["sample_file"] else
-            "assets_chat_template_sample_url: " if params["sample_url"] else "")
-        raise TemplateError(setting + str(err)) from err
+        # the option that gave the sample (the module names the role's setting for it), so the message names what
+        # to change
+        field = "" if sample is not None else (
+            "{sample_file}: " if params["sample_file"] else "{sample_url}: " if params["sample_url"] else "")
+        raise TemplateError(field + str(err)) from err
     result["template_sha256"] = sha256_text(template)
     if sample is not None:
         result["sample"] = {key: sample[key] for key in ("origin", "sha256", "member", "commit", "cached")}

@@ -4,7 +4,9 @@ Two steps, so that bad input fails before anything is fetched or replaced:
 
 - :func:`plan` looks at the destination and the source and says what to do: ``none`` (the folder is complete, as
   its manifest and the files on disk say; no network is touched), ``download`` or ``copy``. A repository or
-  revision that does not exist, or a local folder without weights, is a :class:`WeightsError` naming the field.
+  revision that does not exist, or a local folder without weights, is a :class:`WeightsError` naming the field
+  (its message names inputs as ``{field}``: the model_weights module names the assets stage's setting for each, e.g.
+  ``{local_dir}`` as assets_model_local_dir and ``{trust_remote_code}`` as grpo_trust_remote_code).
 - :func:`fetch` does it: ``huggingface_hub.snapshot_download`` into the destination (resumable: an interrupted run
   leaves ``.incomplete`` files that the next run continues), ModelScope's ``snapshot_download``, or a copy. It
   prints a progress line every few seconds, checks every file's size (and the hub's sha256 of LFS files), then
@@ -15,7 +17,8 @@ stage edits (``tokenizer_config.json``, ``chat_template.jinja``) need only be pr
 
 Standard library plus huggingface_hub (hub) or modelscope (ModelScope), imported only when used. The assets stage
 ships this module with the package's ``workspace`` into the training environment and runs it as a detached job
-(``python3 -m ascend_grpo.assets.weights fetch --plan FILE``).
+(``python3 -m ascend_grpo.assets.weights fetch --plan FILE``); the plan's ``setting_names`` (the role's mapping)
+names the fields in the job's errors.
 """
 
 import argparse
@@ -27,37 +30,39 @@ import sys
 import threading
 import time
 
-from ..common import secrets, workspace
+from ..common import errors, secrets, workspace
 
 MANIFEST = ".grpo-weights.json"
 EDITED = ("tokenizer_config.json", "chat_template.jinja")
 # What training and merging need: weights, config and tokenizer files; not the repo's other formats
 # (pytorch_model*.bin, gguf, onnx, original/...) and no code (*.py: a model that needs it runs it when loaded).
 DEFAULT_ALLOW = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja"]
-# The setting that lets a model folder carry code that loading it would run (transformers' trust_remote_code).
-TRUST_SETTING = "grpo_trust_remote_code"
+# The input that lets a model folder carry code that loading it would run (transformers' trust_remote_code), as
+# a message names it: every module that refuses such a folder has an option of this name.
+TRUST_FIELD = "{trust_remote_code}"
+# What this module's refusals call the fetch's patterns (the plan's own input; other callers name the assets stage)
+OWN_PATTERNS = "the default {allow}"
+# The inputs a message may name as {field}: the model_weights module's options, the keys of a plan.
+FIELDS = ("source", "dest", "repo", "revision", "local_dir", "endpoint", "token", "allow", "refresh",
+          "trust_remote_code")
 
 
-class WeightsError(Exception):
-    """Bad input or a failed fetch; ``field`` names the setting at fault (repo, revision, local_dir, dest, ...)."""
-
-    def __init__(self, field, message):
-        super().__init__(message)
-        self.field = field
+class WeightsError(errors.FieldError):
+    """Bad input or a failed fetch; ``field`` names the option at fault (repo, revision, local_dir, dest, ...)."""
 
 
-# The fix for each field a plan can fail on, naming the assets stage's setting (the model_weights module's message).
+# The fix for each field a plan can fail on ({field}: the option, which the module names by its role's setting).
 FIX = {
-    "repo": "set assets_model_repo to a model repository that exists (or assets_hub_token for a private one).",
-    "revision": "set assets_model_revision to a branch, tag or commit of %(repo)s.",
-    "token": "set assets_hub_token (accept the model's terms on the hub first).",
-    "endpoint": "check the link, set assets_hub_endpoint to a reachable mirror, or fetch the model elsewhere and "
-                "use assets_model_source=local.",
-    "local_dir": "set assets_model_local_dir to a folder with config.json, *.safetensors and the tokenizer files.",
-    "dest": "set assets_model_dir to a folder path.",
-    "allow": 'include "*.safetensors" in assets_model_allow_patterns.',
-    "source": "set assets_model_source to hf, modelscope or local.",
-    "trust_remote_code": "use a model folder without code, or set grpo_trust_remote_code: true if you trust it.",
+    "repo": "set {repo} to a model repository that exists (or {token} for a private one).",
+    "revision": "set {revision} to a branch, tag or commit of %(repo)s.",
+    "token": "set {token} (accept the model's terms on the hub first).",
+    "endpoint": "check the link, set {endpoint} to a reachable mirror, or fetch the model elsewhere and "
+                "use {source}=local.",
+    "local_dir": "set {local_dir} to a folder with config.json, *.safetensors and the tokenizer files.",
+    "dest": "set {dest} to a folder path.",
+    "allow": 'include "*.safetensors" in {allow}.',
+    "source": "set {source} to hf, modelscope or local.",
+    "trust_remote_code": "use a model folder without code, or set " + TRUST_FIELD + ": true if you trust it.",
 }
 
 
@@ -166,15 +171,17 @@ def _flat(value):
     return [] if value is None else [value]
 
 
-def remote_code_problem(path, what, trust=False):
+def remote_code_problem(path, what, trust=False, patterns="the assets stage's default patterns"):
     """A refusal naming every file of ``path`` that would run code when loaded (see :func:`remote_code`), or None
-    (none there, or ``trust``: the user trusts this source)."""
+    (none there, or ``trust``: the user trusts this source); ``patterns``: what the fix calls the fetch's patterns.
+    It names the trust input as ``{trust_remote_code}``: every module that calls this has an option of that name,
+    and renders it as its role's setting (grpo_trust_remote_code)."""
     found = [] if trust else remote_code(path)
     if not found:
         return None
     return ("%s (%s) carries code that loading it would run: %s. Nothing was loaded or recorded. Use a model folder "
-            "without it (the default assets_model_allow_patterns fetch no *.py), or, only if you trust where it came "
-            "from, set %s: true" % (what, path, "; ".join("%s (%s)" % item for item in found), TRUST_SETTING))
+            "without it (%s fetch no *.py), or, only if you trust where it came from, set %s: true"
+            % (what, path, "; ".join("%s (%s)" % item for item in found), patterns, TRUST_FIELD))
 
 
 def safe_name(name):
@@ -236,7 +243,7 @@ def plan(spec):
     if same_request and not spec.get("refresh"):
         missing = missing_files(dest, manifest["files"])
         # a complete folder may have changed since it was fetched: it must still carry no code
-        problem = remote_code_problem(dest, "the model folder assets_model_dir", trust) if not missing else None
+        problem = remote_code_problem(dest, "the model folder {dest}", trust, OWN_PATTERNS) if not missing else None
         if problem:
             raise WeightsError("trust_remote_code", problem)
         if not missing:
@@ -247,7 +254,7 @@ def plan(spec):
         problems = folder_problems(local_dir)
         if problems:
             raise WeightsError("local_dir", "%s is not a model folder: %s" % (local_dir, "; ".join(problems)))
-        problem = remote_code_problem(local_dir, "the model source assets_model_local_dir", trust)
+        problem = remote_code_problem(local_dir, "the model source {local_dir}", trust, OWN_PATTERNS)
         if problem:
             raise WeightsError("trust_remote_code", problem)
         names = [os.path.relpath(os.path.join(root, f), local_dir)
@@ -273,7 +280,7 @@ def plan(spec):
         # a hub or a mirror names the files: "../../x.json" matches *.json, and joined to the model folder it
         # would be deleted and written outside it
         raise WeightsError("repo", "%s@%s, as %s lists it, names files that would land outside the model folder: %s."
-                           " Nothing was fetched: check assets_hub_endpoint (the mirror) and the repository"
+                           " Nothing was fetched: check {endpoint} (the mirror) and the repository"
                            % (spec["repo"], spec.get("revision"), spec.get("endpoint") or "the hub",
                               ", ".join(repr(n) for n in outside[:5])))
     files = {s.rfilename: s.size for s in info.siblings if s.rfilename in _selected(
@@ -283,11 +290,11 @@ def plan(spec):
                            % (spec["repo"], spec.get("revision"), ", ".join(allow)))
     code = sorted(n for n in files if n.endswith((".py", ".pyc")))
     if code and not trust:
-        raise WeightsError("trust_remote_code", "%s@%s: the files allowed (assets_model_allow_patterns: %s) include "
-                           "code that loading the model would run: %s. Nothing was fetched. Leave *.py out of "
-                           "assets_model_allow_patterns, or, only if you trust %s, set %s: true"
+        raise WeightsError("trust_remote_code", "%s@%s: the files allowed ({allow}: %s) include code that "
+                           "loading the model would run: %s. Nothing was fetched. Leave *.py out of {allow}, or, "
+                           "only if you trust %s, set %s: true"
                            % (spec["repo"], spec.get("revision"), ", ".join(allow), ", ".join(code[:10]),
-                              spec.get("endpoint") or "the hub", TRUST_SETTING))
+                              spec.get("endpoint") or "the hub", TRUST_FIELD))
     sha256 = {s.rfilename: s.lfs.sha256 for s in info.siblings if s.rfilename in files and s.lfs}
     missing = missing_files(dest, files)
     if manifest is not None and manifest.get("commit") == info.sha and not missing:
@@ -395,7 +402,7 @@ def fetch(step, token=None, out=sys.stdout, interval=5.0):
                            "%s is not a usable model folder: %s" % (dest, "; ".join(problems)))
     # before the manifest that makes the folder complete: a config that asks for code (an auto_map the hub or a
     # mirror added) keeps the folder from ever being recorded as ready
-    problem = remote_code_problem(dest, "the model folder assets_model_dir", step.get("trust_remote_code"))
+    problem = remote_code_problem(dest, "the model folder {dest}", step.get("trust_remote_code"), OWN_PATTERNS)
     if problem:
         raise WeightsError("trust_remote_code", problem)
     manifest = {k: step.get(k) for k in ("source", "repo", "revision", "local_dir", "allow", "commit")}
@@ -431,7 +438,9 @@ def main(argv=None):
         fetch(step, token=os.environ.get("HF_TOKEN") or os.environ.get("MODELSCOPE_API_TOKEN"),
               interval=args.interval)
     except WeightsError as err:
-        print("error (%s): %s" % (err.field, err), file=sys.stderr)
+        # the plan's inputs named as the role that wrote it names them (or by their keys in the plan)
+        print("error (%s): %s" % (err.field, errors.name_fields(str(err), step.get("setting_names"), FIELDS)),
+              file=sys.stderr)
         return 2
     return 0
 

@@ -11,6 +11,11 @@ also say what is by design: ``a: "{{ b }}"`` names b's folder again (deps_pinnin
 ``a: "{{ b }}/jobs"`` puts a inside b. Anything else inside the workspace is fine; two settings on one folder, or
 one inside another, is refused naming both.
 
+The few settings the layout starts from are named by the caller (the role layer, the ``owned_folder_problems``
+filter), in a ``layout`` keyed by this module's fields: ``workspace`` (grpo_workspace), ``stack_venv``
+(grpo_stack_venv) and ``verl_path`` (deps_pinning_verl_path, whose empty value still means a folder). The messages
+name the settings themselves, as the defaults and the values do.
+
 Standard library only, but for reading the defaults files (YAML, on the controller).
 """
 
@@ -18,18 +23,25 @@ import os
 import posixpath
 import re
 
-ROOTS = ("grpo_workspace", "grpo_stack_venv")
+# The fields of a layout (field -> the setting that is it): the folders the others derive from
+ROOTS = ("workspace", "stack_venv")
 # folders that exist to hold the others
-HOLDERS = ("grpo_workspace",)
+HOLDERS = ("workspace",)
+# An empty value that still means a folder the package owns: verl's tree is <workspace>/verl unless set
+# (ascend_grpo.common.workspace.verl_dir): field -> (the field it sits in, the folder's name there).
+EMPTY_MEANS = {"verl_path": ("workspace", "verl")}
 _PATH_NAME = re.compile(r".*_(dir|venv|path|root|cache|workspace)")
 _REF = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\|\s*default\([^)]*\)\s*)?\}\}")
-# An empty value that still means a folder the package owns: verl's tree is <workspace>/verl unless set
-# (ascend_grpo.common.workspace.verl_dir).
-EMPTY_MEANS = {"deps_pinning_verl_path": "{{ grpo_workspace }}/verl"}
 
 
-def defaults(root):
-    """Every role's defaults, as written (``{name: text}``)."""
+def empty_means(layout):
+    """The settings whose empty value still means a folder, as defaults (``{name: text}``) of ``layout``."""
+    return {layout[field]: "{{ %s }}/%s" % (layout[within], folder) for field, (within, folder) in EMPTY_MEANS.items()}
+
+
+def defaults(root, layout):
+    """Every role's defaults, as written (``{name: text}``), with the empty values that mean a folder
+    (:func:`empty_means` of ``layout``)."""
     import yaml
 
     out = {}
@@ -39,13 +51,13 @@ def defaults(root):
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as handle:
                 out.update({k: v for k, v in (yaml.safe_load(handle) or {}).items() if isinstance(v, str)})
-    out.update(EMPTY_MEANS)
+    out.update(empty_means(layout))
     return out
 
 
-def owned(texts):
-    """The names of the owned folders among ``texts`` (the defaults), derived from the roots."""
-    names = set(ROOTS)
+def owned(texts, layout):
+    """The names of the owned folders among ``texts`` (the defaults), derived from the roots ``layout`` names."""
+    names = {layout[field] for field in ROOTS}
     grown = True
     while grown:
         grown = False
@@ -68,10 +80,10 @@ def _design(texts, name):
     return None, inside.group(1) if inside else None
 
 
-def resolve(texts, names, values):
+def resolve(texts, names, values, layout):
     """Each owned folder's path: the value given (the stage's own settings, what the user set), else its default
     rendered with the others (a default this cannot render, one with filters, is left out)."""
-    out, busy = {}, set()
+    out, busy, empty = {}, set(), empty_means(layout)
 
     def value(name):
         if name in out:
@@ -81,9 +93,9 @@ def resolve(texts, names, values):
             out[name] = given
         elif name in busy or name not in texts:  # a loop of defaults, or no default: unknown
             out[name] = None
-        elif name in values and name not in EMPTY_MEANS:  # set empty: off (deps_pinning_venv: no venv)
+        elif name in values and name not in empty:  # set empty: off (deps_pinning_venv: no venv)
             out[name] = None
-        else:  # its default (an empty value with a meaning of its own, EMPTY_MEANS, is in texts)
+        else:  # its default (an empty value with a meaning of its own, empty_means, is in texts)
             busy.add(name)
             out[name] = _render(texts[name], value)
             busy.discard(name)
@@ -108,11 +120,14 @@ def _render(text, value):
     return rendered if "{{" not in rendered and "{%" not in rendered else None
 
 
-def problems(own, values, texts):
+def problems(own, values, texts, layout):
     """The overlaps of the owned folders that involve one of ``own`` (the stage's own settings), each naming both
-    settings and the fix. ``values``: the settings' values the stage knows; ``texts``: the defaults."""
-    names = owned(texts)
-    paths = {name: posixpath.normpath(path) for name, path in resolve(texts, names | set(own), values).items()}
+    settings and the fix. ``values``: the settings' values the stage knows; ``texts``: the defaults; ``layout``:
+    the settings the layout's fields are."""
+    names = owned(texts, layout)
+    holders = {layout[field] for field in HOLDERS}
+    paths = {name: posixpath.normpath(path) for name, path in resolve(texts, names | set(own), values,
+                                                                      layout).items()}
     same, inside = {}, {}
     for name in paths:
         same[name], inside[name] = _design(texts, name)
@@ -137,9 +152,9 @@ def problems(own, values, texts):
             a, b = paths[mine], paths[other]
             if a == b:
                 equal.append(other)
-            elif a.startswith(b.rstrip("/") + "/") and not _may_hold(base(other), mine, inside, base):
+            elif a.startswith(b.rstrip("/") + "/") and not _may_hold(base(other), mine, inside, base, holders):
                 within.append("%s (%s)" % (other, b))
-            elif b.startswith(a.rstrip("/") + "/") and not _may_hold(base(mine), other, inside, base):
+            elif b.startswith(a.rstrip("/") + "/") and not _may_hold(base(mine), other, inside, base, holders):
                 holds.append("%s (%s)" % (other, b))
         # the same folder as another says enough: what that one holds is the other's business
         found = (["it is the folder %s name%s" % (" and ".join(equal), "" if len(equal) > 1 else "s")]
@@ -153,9 +168,9 @@ def problems(own, values, texts):
     return out
 
 
-def _may_hold(outer, name, inside, base):
-    """Whether the folder ``outer`` names may hold ``name``'s: the workspace holds them all; otherwise only what
-    sits in it by design (the jobs in the state folder)."""
-    if outer in HOLDERS:
+def _may_hold(outer, name, inside, base, holders):
+    """Whether the folder ``outer`` names may hold ``name``'s: the workspace (``holders``) holds them all;
+    otherwise only what sits in it by design (the jobs in the state folder)."""
+    if outer in holders:
         return True
     return inside.get(name) is not None and base(inside[name]) == outer

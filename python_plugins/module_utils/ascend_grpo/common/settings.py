@@ -507,17 +507,6 @@ def project_names(specs, defaults, documents):
 _DERIVED = re.compile(r"(Derived, not a setting to change|Set by the [a-z]+ stage)")
 
 
-# Settings that were replaced by another (one setting for one thing): the old name is refused naming the new one and
-# why, rather than silently ignored (kubespray's removed-variable check).
-RENAMED = {
-    "ray_cluster_head": ("grpo_cluster_head", "a setting every stage shares"),
-    "ray_cluster_head_node": ("grpo_cluster_head_node", "a setting every stage shares"),
-    # the doctor now reads each card's free HBM with the npu-smi the container stage checked and published
-    "grpo_train_npu_smi": ("npu_container_npu_smi", "one npu-smi for every stage: the container stage checks it "
-                           "and hands it on to the doctor"),
-}
-
-
 # Names a user's inventory may hold that are no setting of ours, however close they look: Ansible's own (ansible_*
 # and its magic variables), private ones (a leading '_'), the simulated host's and its drills'.
 _NOT_OURS = ("ansible_", "_", "sim_", "drill_", "molecule_")
@@ -571,7 +560,9 @@ def _respelt(name, close):
 def unknown_settings(names, known):
     """The names with one of our prefixes that are neither a setting, nor set by the project itself, nor refused by
     their own stage, and the names without one that are close to a setting or a prefix of ours (a typo in the
-    prefix): one problem each, naming the closest settings."""
+    prefix): one problem each, naming the closest settings. A setting that was replaced by another is refused naming
+    the new one and why: ``known["renamed"]`` (old name -> (new name, why)), which the role layer keeps (the
+    ``unknown_settings`` filter's table), as it keeps every setting's name."""
     import difflib
 
     out = []
@@ -586,8 +577,8 @@ def unknown_settings(names, known):
             continue
         if name in known["settings"] or name in known["internal"] or name in known["refused"]:
             continue
-        if name in RENAMED:
-            new_name, why = RENAMED[name]
+        if name in (known.get("renamed") or {}):
+            new_name, why = known["renamed"][name]
             out.append("%s was renamed to %s (%s): set %s instead" % (name, new_name, why, new_name))
             continue
         close = difflib.get_close_matches(name, sorted(known["settings"]), n=1, cutoff=0.75)

@@ -25,6 +25,10 @@ Operations:
 
 An operation may also carry a ``profile`` label: several profiles then go through one apply_profile call in
 order (each sees the text the ones before it leave, in check mode too), and states_by_profile reports per label.
+
+A hint for a profile that does not fit the tree names what to change as ``{field}`` (:data:`HINT_FIELDS`: the
+verl_patch module's options, which the patch stage maps to deps_pinning_verl_source, deps_pinning_verl_version and
+verl_compat_patch_profiles, the setting its operations come from); the command line names them by its own flags.
 """
 
 import ast
@@ -36,6 +40,8 @@ import textwrap
 import tokenize
 
 ORIGINAL, APPLIED = "original", "applied"
+# The inputs a tree hint names as {field}: where the tree came from (its source and version) and the operations.
+HINT_FIELDS = ("verl_source", "verl_version", "operations")
 
 
 class PatchError(ValueError):
@@ -488,8 +494,8 @@ def _tree_hints(ops, problems, root):
             continue
         if any(p.startswith(name + ": ") and ("file not found" in p or "expected" in p) for p in problems):
             hints.append("%s is written for %s; the tree at %s does not have the code it changes: check the deps "
-                         "stage's verl source (deps_pinning_verl_source, deps_pinning_verl_version), or set "
-                         "verl_compat_patch_profiles to the profiles for this tree" % (name, tree, root))
+                         "stage's verl source ({verl_source}, {verl_version}), or set {operations} to the profiles "
+                         "for this tree" % (name, tree, root))
     return hints
 
 
@@ -635,6 +641,8 @@ def main(argv=None):
     import json
     import sys
 
+    from ..common.errors import name_fields
+
     parser = argparse.ArgumentParser(prog="python -m ascend_grpo.patch.ast_patch", description=main.__doc__)
     parser.add_argument("--root", required=True, help="the verl source tree")
     parser.add_argument("--profile", required=True, help="JSON: a list of operations, or {'operations': [...]}")
@@ -650,7 +658,8 @@ def main(argv=None):
         results = apply_profile(args.root, ops, check=args.check, enable_optional=args.enable_optional)
     except PatchError as err:
         for problem in err.problems + err.hints:
-            print("patch: %s" % problem, file=sys.stderr)
+            # the operations are this command's --profile; the tree's source and version keep their fields' names
+            print("patch: %s" % name_fields(problem, {"operations": "--profile"}, HINT_FIELDS), file=sys.stderr)
         print("patch: %d problem(s); no file was changed" % len(err.problems), file=sys.stderr)
         return 2
     except OSError as err:

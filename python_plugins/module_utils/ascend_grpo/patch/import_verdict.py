@@ -3,7 +3,8 @@
 
 It finds the verl tree (given, or the deps stage's record), runs :mod:`import_check` over the site-packages of
 this Python (or the paths given), and keeps the answer in ``compat-check.json`` in the state folder with a
-fingerprint of everything it depends on, so an unchanged tree and stack are not scanned again.
+fingerprint of everything it depends on, so an unchanged tree and stack are not scanned again. A refusal names the
+module's options as ``{field}`` (``{root}``: verl_compat_patch_verl_dir in the patch stage).
 """
 
 import os
@@ -31,7 +32,7 @@ def verdict(p, check_mode):
     try:
         p["root"] = workspace.verl_dir(p["state_dir"], p["root"], p["inventory"])
     except workspace.MissingRecord as err:
-        raise ImportsBlocked("%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err)
+        raise ImportsBlocked("%s Or set {root} to the folder that holds verl/." % err)
     paths = p["paths"] or site_paths()
     settings = {k: p[k] for k in ("root", "entries", "watched", "optional", "enable_optional")}
     settings.update(paths=paths, python=sys.version)

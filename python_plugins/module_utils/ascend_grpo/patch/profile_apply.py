@@ -1,7 +1,8 @@
 """A patch profile applied to the verl tree: the ``verl_patch`` module's work as plain Python.
 
 It finds the tree (given, or the deps stage's record), refuses a folder without verl/, applies the operations
-with :mod:`ast_patch` (all or nothing), and reports each file's states grouped by profile.
+with :mod:`ast_patch` (all or nothing), and reports each file's states grouped by profile. A refusal names the
+module's options as ``{field}`` (``{root}``: verl_compat_patch_verl_dir in the patch stage).
 """
 
 import os
@@ -20,11 +21,11 @@ def verl_root(p):
     try:
         root = workspace.verl_dir(p["state_dir"], p["root"], p["inventory"])
     except workspace.MissingRecord as err:
-        raise PatchRefused("%s Or set verl_compat_patch_verl_dir to the folder that holds verl/." % err,
+        raise PatchRefused("%s Or set {root} to the folder that holds verl/." % err,
                            {"problems": [str(err)]})
     if not os.path.isfile(os.path.join(root, "verl", "__init__.py")):
         raise PatchRefused("%s holds no verl source (no verl/__init__.py): run the deps stage first (%s), "
-                           "or point root (verl_compat_patch_verl_dir) at the folder that holds verl/."
+                           "or point {root} at the folder that holds verl/."
                            % (root, rerun.command("deps", p["inventory"])),
                            {"problems": ["no verl tree at %s" % root]})
     return root
