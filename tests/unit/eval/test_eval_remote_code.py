@@ -18,6 +18,7 @@ import pytest
 
 from ascend_grpo.common import settings
 from grpo_testkit import ROOT, run_module
+from grpo_testkit.setting_names import role_setting_names
 
 import eval_filters  # noqa: E402
 
@@ -89,7 +90,8 @@ def _query(tmp_path, model_dir, **kw):
     data.write_text("{}")
     return run_module("grpo_eval_result", dict(name="base", model_dir=str(model_dir), model="tiny",
                                                data_file=str(data), settings={"max_out_len": 16},
-                                               eval_dir=str(tmp_path / "eval"), **kw))
+                                               eval_dir=str(tmp_path / "eval"),
+                                               setting_names=role_setting_names("grpo_eval", "grpo_eval_result"), **kw))
 
 
 def test_the_eval_refuses_a_base_model_with_an_auto_map_naming_the_file(tmp_path):
@@ -143,7 +145,8 @@ def checkpoint(tmp_path):
     log = tmp_path / "argv.json"
 
     def merge(module="grpo_checkpoint", **args):
-        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"), **args)
+        params = dict(checkpoint_dir=str(ck), target_root=str(tmp_path / "merged"),
+                      setting_names=role_setting_names("grpo_eval", module), **args)
         if module == "grpo_checkpoint":
             params["python"] = str(python)
         return run_module(module, params, env={"ARGV_LOG": str(log)})
