@@ -202,23 +202,28 @@ RENAMED_SETTINGS = {
 }
 
 
-def project_names(root=_PROJECT):
-    """settings.project_names over the project's own files: the roles' argument specs and defaults, their task
-    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know), and
-    the settings that were renamed (``renamed``: :data:`RENAMED_SETTINGS`)."""
+def _yaml_files(pattern, root=_PROJECT):
+    """The project's YAML files matching ``pattern`` (below ``root``), parsed, in name order. libyaml's parser when
+    PyYAML has it: every stage's first task reads about 80 of them, in its own worker."""
     import glob
 
     import yaml
 
-    # libyaml's parser when PyYAML has it: every stage's first task reads these ~80 files, in its own worker
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out = []
+    for path in sorted(glob.glob(os.path.join(root, pattern))):
+        with open(path, encoding="utf-8") as handle:
+            out.append(yaml.load(handle, Loader=loader))  # noqa: S506  # a safe loader, C or Python
+    return out
+
+
+def project_names(root=_PROJECT):
+    """settings.project_names over the project's own files: the roles' argument specs and defaults, their task
+    files, the playbooks and site.yml (the engine takes them as data; where they lie is this layer's to know), and
+    the settings that were renamed (``renamed``: :data:`RENAMED_SETTINGS`)."""
 
     def load(pattern):
-        out = []
-        for path in sorted(glob.glob(os.path.join(root, pattern))):
-            with open(path, encoding="utf-8") as handle:
-                out.append(yaml.load(handle, Loader=loader))  # noqa: S506  # a safe loader, C or Python
-        return out
+        return _yaml_files(pattern, root)
 
     known = settings.project_names(load("roles/*/meta/argument_specs.yml"), load("roles/*/defaults/main.yml"),
                                    load("roles/*/tasks/*.yml") + load("playbooks/*.yml") + load("site.yml"))
@@ -253,8 +258,7 @@ def owned_folder_problems(values, own, user=None):
     ``values``: the settings the stage has; ``user``: the host's variables, for other stages' settings the user set
     (the rest are their defaults)."""
     if not _TEXTS:
-        _TEXTS.update(owned_folders.defaults(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), OWNED_LAYOUT))
+        _TEXTS.update(owned_folders.defaults(_yaml_files("roles/*/defaults/main.yml"), OWNED_LAYOUT))
     values = dict(values)
     # every setting a default may name (the project and experiment in the run's folder), as the user set it
     for name in set(_TEXTS) - set(values):

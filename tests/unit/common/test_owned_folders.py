@@ -4,13 +4,13 @@ output at the train dir"): before, the stage went on and made over, replaced or 
 Each stage refuses it in its preflight, naming both settings, with the host's tree unchanged."""
 
 import pytest
-from common_filters import OWNED_LAYOUT
+from common_filters import OWNED_LAYOUT, _yaml_files
 from grpo_testkit import ROOT, run_role, tree_snapshot
 
 from ascend_grpo.common import owned_folders
 
 # the role layer's layout (the owned_folder_problems filter's): the engine takes its settings from it
-TEXTS = owned_folders.defaults(ROOT, OWNED_LAYOUT)
+TEXTS = owned_folders.defaults(_yaml_files("roles/*/defaults/main.yml", ROOT), OWNED_LAYOUT)
 WS = {"grpo_workspace": "/data/grpo", "grpo_stack_venv": "/data/grpo/venvs/stack"}
 TRAIN_DIR = "/data/grpo/runs/verl_grpo_example_math/qwen2_5_1_5b_math_single"  # the train stage's default
 

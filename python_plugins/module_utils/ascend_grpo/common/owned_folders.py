@@ -19,7 +19,6 @@ name the settings themselves, as the defaults and the values do.
 Standard library only, but for reading the defaults files (YAML, on the controller).
 """
 
-import os
 import posixpath
 import re
 
@@ -39,18 +38,13 @@ def empty_means(layout):
     return {layout[field]: "{{ %s }}/%s" % (layout[within], folder) for field, (within, folder) in EMPTY_MEANS.items()}
 
 
-def defaults(root, layout):
-    """Every role's defaults, as written (``{name: text}``), with the empty values that mean a folder
+def defaults(documents, layout):
+    """Every role's defaults as written (``{name: text}``), from ``documents`` (the parsed defaults files, which the
+    caller read: where they lie is the role layer's to know), with the empty values that mean a folder
     (:func:`empty_means` of ``layout``)."""
-    import yaml
-
     out = {}
-    roles = os.path.join(root, "roles")
-    for role in sorted(os.listdir(roles)):
-        path = os.path.join(roles, role, "defaults", "main.yml")
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as handle:
-                out.update({k: v for k, v in (yaml.safe_load(handle) or {}).items() if isinstance(v, str)})
+    for document in documents:
+        out.update({k: v for k, v in (document or {}).items() if isinstance(v, str)})
     out.update(empty_means(layout))
     return out
 
