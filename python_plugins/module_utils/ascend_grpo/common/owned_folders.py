@@ -16,7 +16,7 @@ filter), in a ``layout`` keyed by this module's fields: ``workspace`` (grpo_work
 (grpo_stack_venv) and ``verl_path`` (deps_pinning_verl_path, whose empty value still means a folder). The messages
 name the settings themselves, as the defaults and the values do.
 
-Standard library only, but for reading the defaults files (YAML, on the controller).
+Standard library only: the caller reads the defaults files.
 """
 
 import posixpath
