@@ -5,7 +5,7 @@ OpenCompass configuration it renders, and whether to evaluate now (run_plan's ga
 """
 
 from ascend_grpo.common import errors, rerun
-from ascend_grpo.eval import result_report
+from ascend_grpo.eval import result_report, result_store
 from ascend_grpo.train import run_plan
 
 # The eval stage's setting for the input the gate names as {field} (run_plan.eval_gate; common.errors).
@@ -57,6 +57,13 @@ def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
     return dict(gate, lines=errors.name_fields(gate["lines"], GATE_SETTINGS, set(GATE_SETTINGS)))
 
 
+def eval_reports_to_write(reports, folder, name):
+    """``{{ {'md': ..., 'json': ...} | eval_reports_to_write(folder, name) }}``: the extensions whose file in
+    ``folder`` (on the controller, where filters run) does not hold its text yet; empty on a converged rerun, when
+    the stage has nothing to write there."""
+    return result_store.reports_to_write(str(folder), str(name), {str(k): str(v) for k, v in _plain(reports).items()})
+
+
 class FilterModule:
     """The eval stage's filters"""
 
@@ -66,4 +73,5 @@ class FilterModule:
             "eval_report": eval_report,
             "eval_report_markdown": eval_report_markdown,
             "eval_gate": eval_gate,
+            "eval_reports_to_write": eval_reports_to_write,
         }

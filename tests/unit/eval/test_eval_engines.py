@@ -118,3 +118,23 @@ def test_reports_in_check_mode_write_nothing(tmp_path):
     assert not os.path.exists(tmp_path / "reports")
     assert result_store.eval_result(params, False)["changed"] is True
     assert (tmp_path / "reports" / "r.md").read_text() == "# report\n"
+
+
+def test_the_controllers_report_is_written_only_where_its_text_differs(tmp_path):
+    """The eval stage reads the controller's copy of the report before calling there (a converged rerun calls
+    nothing): a file holding its text as the writer writes it (a newline added) counts as written; a missing, edited
+    or linked one does not."""
+    from ascend_grpo.eval import result_store
+    import eval_filters
+
+    texts = {"md": "# report", "json": "{}\n"}
+    assert result_store.reports_to_write(str(tmp_path), "r", texts) == ["json", "md"]
+    result_store.write_reports(dict(report_dir=str(tmp_path), eval_dir="", report_name="r", reports=texts), False)
+    assert result_store.reports_to_write(str(tmp_path), "r", texts) == []
+    assert eval_filters.eval_reports_to_write(texts, tmp_path, "r") == []
+    (tmp_path / "r.md").write_text("# report\nedited\n")
+    assert result_store.reports_to_write(str(tmp_path), "r", texts) == ["md"]
+    (tmp_path / "r.md").unlink()
+    (tmp_path / "elsewhere.md").write_text("# report\n")
+    (tmp_path / "r.md").symlink_to(tmp_path / "elsewhere.md")
+    assert result_store.reports_to_write(str(tmp_path), "r", texts) == ["md"]

@@ -7,11 +7,16 @@ The ``grpo_eval_result`` module is this file's arguments and a call. What OpenCo
 """
 
 import os
+import stat
 
 from ..assets import weights
 from ..common import rerun, workspace
 from . import checkpoint_pick, result_report
 from .checkpoint_pick import EvalError
+
+
+def _report_text(text):
+    return text if text.endswith("\n") else text + "\n"
 
 
 def write_reports(p, check_mode):
@@ -20,9 +25,28 @@ def write_reports(p, check_mode):
     paths, changed = {}, False
     for ext, text in sorted(p["reports"].items()):
         path = paths[ext] = os.path.join(folder, "%s.%s" % (p["report_name"], ext))
-        did, _ = workspace.write_text(path, text if text.endswith("\n") else text + "\n", check_mode=check_mode)
+        did, _ = workspace.write_text(path, _report_text(text), check_mode=check_mode)
         changed = changed or did
     return dict(changed=changed, paths=paths)
+
+
+def reports_to_write(folder, name, reports):
+    """The extensions of ``reports`` (``{ext: text}``) whose file ``<folder>/<name>.<ext>`` does not hold that text
+    as :func:`write_reports` writes it: missing, different, or not a regular file (a link is left to the writer,
+    which refuses it). Read where the files are (the eval stage asks on the controller before calling there)."""
+    differ = []
+    for ext, text in sorted(reports.items()):
+        path = os.path.join(folder, "%s.%s" % (name, ext))
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                raise OSError("not a regular file")
+            with open(path, encoding="utf-8") as handle:
+                same = handle.read() == _report_text(text)
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            differ.append(ext)
+    return differ
 
 
 def _checked_inputs(p):
