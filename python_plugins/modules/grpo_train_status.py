@@ -66,6 +66,13 @@ options:
   tensorboard_dir:
     description: The run's TensorBoard folder (C(TENSORBOARD_DIR)); its event files are counted.
     type: path
+  spec:
+    description:
+      - Also return the run's spec (C(spec)) from C(records_dir), as the train stage's check wrote it; C({}) with the
+        reason in C(spec_problem) when there is none or it describes another run than C(run_dir). One call for the
+        eval stage, which reports what the run behind its checkpoint is.
+    type: bool
+    default: false
   compare_root:
     description:
       - The workspace's runs folder (C(runs/<project>/<experiment>)); every run under it that has a log is read and
@@ -92,6 +99,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+spec:
+  description: With C(spec), the run's spec (the merged overrides, the argv, the composed summary), or C({}).
+  returned: when spec is true
+  type: dict
+spec_problem:
+  description: With C(spec), why there is none (missing, an older version's, another run's), with the command that
+    writes it.
+  returned: when spec is true and there is none
+  type: str
 state:
   description: absent (never launched), running, finished, failed or stopped.
   returned: always
@@ -233,6 +249,7 @@ def main():
                            records_dir=dict(type="path", default=""),
                            inventory=dict(type="str", default=""),
                            tensorboard_dir=dict(type="path"), compare_root=dict(type="path"),
+                           spec=dict(type="bool", default=False),
                            max_actor_ckpt_to_keep=dict(type="raw"), setting_names=dict(type="dict", default={})),
         supports_check_mode=True,
     )

@@ -169,3 +169,28 @@ def test_the_last_launch_overrides_and_what_its_log_says_of_the_runs_length(tmp_
     (run / "launches.jsonl").unlink()
     gone = run_module("grpo_train_status", params)
     assert gone["launch_overrides"] is None and gone["launch_override_map"] is None
+
+
+def test_the_status_returns_the_runs_spec_for_the_eval_report_and_never_another_runs(tmp_path):
+    """The eval stage reads what its run is from the status it looks at anyway (``spec: true``): the spec the train
+    stage's check wrote, only when it is this run's; otherwise {} and why, with the command that writes it."""
+    from ascend_grpo.train import run_spec
+
+    state, run, records = tmp_path / "state", tmp_path / "run", tmp_path / "ws" / ".grpo"
+    (run / "logs").mkdir(parents=True)
+    params = {"state_dir": str(state), "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c"),
+              "records_dir": str(records), "inventory": "-i inventories/sim", "spec": True}
+    missing = run_module("grpo_train_status", params)
+    assert missing["spec"] == {} and "ansible-playbook site.yml -i inventories/sim --tags train" in (
+        missing["spec_problem"]), missing
+    spec = run_spec.build({"trainer": {"n_gpus_per_node": 1}}, ["trainer.total_training_steps=2"],
+                          {"trainer.total_training_steps": 2})
+    spec["run_dir"] = str(run)
+    run_spec.write(str(records), spec)
+    found = run_module("grpo_train_status", params)
+    assert found["spec"]["overrides"] == {"trainer.total_training_steps": 2} and "spec_problem" not in found
+    spec["run_dir"] = str(tmp_path / "another")
+    run_spec.write(str(records), spec)
+    other = run_module("grpo_train_status", params)
+    assert other["spec"] == {} and "describes another run" in other["spec_problem"], other
+    assert "spec" not in run_module("grpo_train_status", dict(params, spec=False))

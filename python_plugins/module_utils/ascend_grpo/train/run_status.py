@@ -35,6 +35,18 @@ def spec_values(records_dir, inventory="", run_dir=None):
         return {}, str(err)
 
 
+def run_spec_of(records_dir, inventory="", run_dir=None):
+    """``{"spec": the run's spec}`` as the train stage's check wrote it in ``records_dir``, or ``{"spec": {},
+    "spec_problem": why not}`` (none, an older version's, another run's than ``run_dir``: the command that writes
+    it)."""
+    if not records_dir:
+        return {"spec": {}, "spec_problem": "no state folder was given to read the run's spec from"}
+    try:
+        return {"spec": run_spec.read(records_dir, inventory, run_dir)}
+    except run_spec.MissingSpec as err:
+        return {"spec": {}, "spec_problem": str(err)}
+
+
 def _read(path):
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
         return handle.read()
@@ -184,6 +196,8 @@ def watch(p, sleep=time.sleep, check_mode=False):
     while result["running"] and result["steps_logged"] == logged and time.monotonic() < deadline:
         sleep(1.0)
         result, parsed = look(p)
+    if p.get("spec"):
+        result.update(run_spec_of(p.get("records_dir"), p.get("inventory") or "", p["run_dir"]))
     if p.get("compare_root"):
         result["compare"] = compare(p["compare_root"], p["run_dir"], result["state"])
         result["compare_table"] = status_view.render_compare(result["compare"])
