@@ -112,18 +112,9 @@ options:
         glibc 2.35). Empty resolves for this environment.
     type: dict
     default: {}
-  wheelhouse:
-    description:
-      - Not read (the offline wheelhouse is C(site.wheelhouse)). Only named, in a message about the package index,
-        as the setting I(setting_names) maps it to.
-    type: raw
-  workspace_host:
-    description:
-      - Not read. Only named, in a message about a full disk, as the setting I(setting_names) maps it to (where the
-        workspace is on the host, to point at a larger disk).
-    type: raw
 extends_documentation_fragment:
   - grpo_setting_names
+  - grpo_named_site
 author:
   - GRPO on Ascend maintainers
 """

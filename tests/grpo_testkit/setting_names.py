@@ -92,6 +92,19 @@ def role_setting_names(role, module, task=None):
     return dict(found[0])
 
 
+def _fragment_options(name):
+    """The options a doc fragment of this package documents (python_plugins/doc_fragments/<name>.py); none for
+    another's."""
+    path = os.path.join(ROOT, "python_plugins", "doc_fragments", name + ".py")
+    if not os.path.isfile(path):
+        return set()
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
+            return set((yaml.safe_load(node.value.value) or {}).get("options") or {})
+    return set()
+
+
 def module_options(module):
     """A module's options as its argument spec declares them (the keys of ``argument_spec=dict(...)`` in main(),
     and the documentation's options, read without importing it)."""
@@ -102,8 +115,8 @@ def module_options(module):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
             doc = yaml.safe_load(node.value.value)
             options.update((doc.get("options") or {}))
-            if "grpo_setting_names" in (doc.get("extends_documentation_fragment") or []):
-                options.add("setting_names")
+            for fragment in doc.get("extends_documentation_fragment") or []:
+                options.update(_fragment_options(fragment))
         if isinstance(node, ast.keyword) and node.arg == "argument_spec" and isinstance(node.value, ast.Call):
             options.update(kw.arg for kw in node.value.keywords if kw.arg)
     return options

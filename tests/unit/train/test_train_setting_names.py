@@ -4,10 +4,10 @@ role's task calls it; once without a mapping, where the message names the option
 
 import json
 import sys
-import time
 
 import pytest
 from grpo_testkit import FIXTURES, run_module
+from grpo_testkit.jobs import failed_train_job
 from grpo_testkit.setting_names import role_setting_names
 from grpo_testkit.upstream import verl_trainer_config
 
@@ -86,17 +86,8 @@ def test_a_run_too_big_for_the_disk_names_the_checkpoint_settings_refused_or_war
 def _failed_on_a_full_disk(tmp_path):
     """A train job whose log ends in the error of a save on a full disk, and has ended."""
     state, run = tmp_path / "state", tmp_path / "run"
-    (run / "logs").mkdir(parents=True)
-    log = run / "logs" / "latest.log"
-    lines = ["Traceback (most recent call last):", '  File "main_ppo.py", line 1, in <module>',
-             "OSError: [Errno 28] No space left on device"]
-    script = "printf '%%s\\n' %s > %s; exit 1" % (" ".join("'%s'" % line for line in lines), log)
-    run_module("grpo_job", {"name": "train", "state_dir": str(state), "state": "started",
-                            "command": ["sh", "-c", script]})
-    for _ in range(60):  # the job's wrapper records its exit status
-        if not run_module("grpo_job", {"name": "train", "state_dir": str(state)})["running"]:
-            break
-        time.sleep(0.5)
+    failed_train_job(state, run, ["Traceback (most recent call last):", '  File "main_ppo.py", line 1, in <module>',
+                                  "OSError: [Errno 28] No space left on device"])
     return {"state_dir": str(state), "run_dir": str(run), "checkpoint_dir": str(tmp_path / "c")}
 
 

@@ -1,9 +1,9 @@
 """grpo_train_status counts saved steps as the eval stage does: one definition of a saved step."""
 
 import os
-import time
 
 from grpo_testkit import run_module
+from grpo_testkit.jobs import failed_train_job
 
 from ascend_grpo.train import run_status
 
@@ -57,18 +57,11 @@ def test_a_failed_run_says_why_and_what_to_change_with_the_runs_values(tmp_path)
     # the run's spec, as the train stage's check writes it (data.max_response_length composed, not overridden)
     run_spec.write(str(records), run_spec.build({"data": {"max_response_length": 1024}}, [],
                                                 {"actor_rollout_ref.rollout.gpu_memory_utilization": 0.8}))
-    log = run / "logs" / "latest.log"
     # what vLLM 0.13.0 raises (kv_cache_utils.check_enough_kv_cache_memory), then Ray's wrapper in the driver
-    lines = ["(WorkerDict pid=7) ValueError: No available memory for the cache blocks. Try increasing "
-             "`gpu_memory_utilization` when initializing the engine.",
-             "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task."]
-    script = "printf '%%s\\n' %s > %s; exit 1" % (" ".join("'%s'" % line for line in lines), log)
-    run_module("grpo_job", {"name": "train", "state_dir": str(state), "state": "started",
-                            "command": ["sh", "-c", script]})
-    for _ in range(60):  # the job's wrapper records its exit status
-        if not run_module("grpo_job", {"name": "train", "state_dir": str(state)})["running"]:
-            break
-        time.sleep(0.5)
+    failed_train_job(state, run, [
+        "(WorkerDict pid=7) ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.",
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task."])
     with open(os.path.join(ROOT, "roles", "grpo_train", "files", "triage.yml"), encoding="utf-8") as handle:
         catalogue = yaml.safe_load(handle)
     result = run_module("grpo_train_status", {"state_dir": str(state), "job": "train", "run_dir": str(run),
