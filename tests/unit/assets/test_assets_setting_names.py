@@ -1,9 +1,12 @@
 """The assets stage's modules name the stage's settings in their refusals, through the mapping the role's own tasks
 pass (``setting_names``): the engines know only their options (issue 45, item 3)."""
 
+import http.server
 import json
 import os
+import threading
 
+import pytest
 import yaml
 from ascend_grpo.assets import weights
 from grpo_testkit import ROOT, run_module
@@ -80,14 +83,32 @@ def test_the_fetch_plan_task_hands_the_roles_mapping_to_the_job():
     assert "'setting_names': assets_setting_names.model_weights" in task["ansible.builtin.copy"]["content"]
 
 
-def test_a_sample_that_cannot_be_fetched_names_both_sample_settings(tmp_path):
-    result = run_module("chat_template", dict(model_dir=str(tmp_path), sample_url="http://127.0.0.1:9/t.json",
+@pytest.fixture
+def missing_url():
+    """A URL whose server answers 404 (no retry after a 4xx: the download is refused at once)."""
+    class NotThere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802  # http.server's name
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotThere)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d/t.json" % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_sample_that_cannot_be_fetched_names_both_sample_settings(tmp_path, missing_url):
+    result = run_module("chat_template", dict(model_dir=str(tmp_path), sample_url=missing_url,
                                               sample_sha256="0" * 64, cache_dir=str(tmp_path / "dl"),
                                               setting_names=role_setting_names("assets", "chat_template")))
     assert result["failed"] and result["msg"].startswith("assets_chat_template_sample_url: cannot download")
     assert "set assets_chat_template_sample_url to a mirror, or assets_chat_template_sample_file to a copy on the " \
            "host" in result["msg"]
-    unnamed = run_module("chat_template", dict(model_dir=str(tmp_path), sample_url="http://127.0.0.1:9/t.json",
+    unnamed = run_module("chat_template", dict(model_dir=str(tmp_path), sample_url=missing_url,
                                                sample_sha256="0" * 64, cache_dir=str(tmp_path / "dl")))
     assert unnamed["msg"].startswith("sample_url: cannot download") and "or sample_file to a copy" in unnamed["msg"]
 
