@@ -40,7 +40,7 @@ SETTINGS = dict(PORT_SETTINGS, **{
 
 def _named(value):
     """An engine's ``{field}`` text with each field named by its setting (SETTINGS)."""
-    return errors.name_fields(value, SETTINGS, set(SETTINGS))
+    return errors.name_fields(value, SETTINGS)
 
 
 def _planned(plan):

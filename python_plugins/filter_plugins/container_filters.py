@@ -27,7 +27,7 @@ CARD_NAMES = {"cards": "npu_container_visible_devices"}
 
 def _named(value, names):
     """``value`` (engine text, or lists and dicts of it) with its ``{field}``s named by the stage's settings."""
-    return errors.name_fields(value, names, set(names))
+    return errors.name_fields(value, names)
 
 
 def container_access(spec):

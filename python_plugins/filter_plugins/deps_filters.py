@@ -30,7 +30,7 @@ PROFILE_SETTINGS = {
 
 def _named(text, names):
     """An engine's ``text`` with its ``{field}``s named by the settings ``names`` maps them to."""
-    return errors.name_fields(str(text), names, set(names))
+    return errors.name_fields(str(text), names)
 
 
 def pip_index_args(site):

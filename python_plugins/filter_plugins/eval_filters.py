@@ -54,7 +54,7 @@ def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
 
     gate = run_plan.eval_gate(_plain(run) if run else None, _plain(eval_cards), int(step or 0), str(name or ""),
                               command)
-    return dict(gate, lines=errors.name_fields(gate["lines"], GATE_SETTINGS, set(GATE_SETTINGS)))
+    return dict(gate, lines=errors.name_fields(gate["lines"], GATE_SETTINGS))
 
 
 def eval_reports_to_write(reports, folder, name):

@@ -29,7 +29,7 @@ LAUNCH_SETTINGS = {"overrides": "grpo_train_overrides", "relaunch": "grpo_train_
 
 def _named(value, names):
     """``value`` with the engine's {field}s of ``names`` named as the train stage's settings."""
-    return errors.name_fields(value, names, set(names))
+    return errors.name_fields(value, names)
 
 
 def train_overrides(layers):

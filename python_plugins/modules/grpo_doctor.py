@@ -209,13 +209,10 @@ def main():
             stack_venv=dict(type="raw")),
         supports_check_mode=True,
     )
-
-    def named(rows):
-        """The rows' fixes naming the calling role's settings (its setting_names)."""
-        return errors.name_fields(rows, module.params["setting_names"], set(module.argument_spec))
-
     try:
-        result = doctor.checkup(module.params, module.run_command, check_mode=module.check_mode, render=named)
+        # the rows' fixes name the calling role's settings (its setting_names)
+        result = doctor.checkup(module.params, module.run_command, check_mode=module.check_mode,
+                                render=lambda rows: errors.module_text(module, rows))
     except run_spec.MissingSpec as err:
         module.fail_json(msg=str(err))
     module.exit_json(**result)

@@ -255,8 +255,7 @@ def main():
     )
     result = run_status.watch(module.params, check_mode=module.check_mode)
     if result.get("error"):  # why a run ended names the calling role's setting for its fix
-        result["error"] = errors.name_fields(result["error"], module.params["setting_names"],
-                                             set(module.argument_spec))
+        result["error"] = errors.module_text(module, result["error"])
     module.exit_json(changed=False, **result)
 
 

@@ -153,8 +153,7 @@ def main():
         result = host_checks.preflight(module.params, module.get_bin_path)
     except host_checks.HostNotReady as err:
         module.fail_json(**errors.module_failure(module, err))
-    result["problems"] = errors.name_fields(result["problems"], module.params["setting_names"],
-                                            set(module.argument_spec))
+    result["problems"] = errors.module_text(module, result["problems"])
     module.exit_json(**result)
 
 

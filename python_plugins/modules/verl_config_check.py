@@ -112,11 +112,6 @@ from ansible.module_utils.ascend_grpo.common import errors
 from ansible.module_utils.ascend_grpo.train import run_spec
 
 
-def _named(module, value):
-    """``value`` with the engine's {field}s named as the calling role's settings (``setting_names``)."""
-    return errors.name_fields(value, module.params["setting_names"], set(module.argument_spec))
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(verl_dir=dict(type="path", default=""),
@@ -136,8 +131,8 @@ def main():
     except run_spec.CheckFailed as err:
         module.fail_json(**errors.module_failure(module, err))
     # a problem only warned (enforce false) names the settings as a refusal would
-    result["errors"] = _named(module, result["errors"])
-    for warning in _named(module, warnings):
+    result["errors"] = errors.module_text(module, result["errors"])
+    for warning in errors.module_text(module, warnings):
         module.warn(warning)
     diff = result.pop("diff")
     if module._diff and result["changed"]:  # pylint: disable=protected-access

@@ -33,11 +33,13 @@ class FieldError(StageFailure):
         self.field = field
 
 
-def name_fields(value, names, fields):
-    """``value`` (a string, or lists and dicts of them) with each ``{field}`` of ``fields`` (the module's options)
-    replaced by the setting ``names`` maps it to, or by the option's own name when ``names`` has none. Other text in
-    braces is left as it is, and so is anything that is not a string."""
+def name_fields(value, names, fields=None):
+    """``value`` (a string, or lists and dicts of them) with each ``{field}`` of ``fields`` (the module's options;
+    by default the fields ``names`` maps, as a filter's own table) replaced by the setting ``names`` maps it to, or by
+    the option's own name when ``names`` has none. Other text in braces is left as it is, and so is anything that is
+    not a string."""
     names = names or {}
+    fields = set(names) if fields is None else fields
     if isinstance(value, str):
         return _FIELD.sub(lambda m: str(names.get(m.group(1)) or m.group(1)) if m.group(1) in fields
                           else m.group(0), value)
@@ -61,3 +63,9 @@ def failure(err, names, fields):
 def module_failure(module, err):
     """:func:`failure` for an AnsibleModule: its ``setting_names`` option and its own options."""
     return failure(err, module.params.get("setting_names"), set(module.argument_spec))
+
+
+def module_text(module, value):
+    """:func:`name_fields` for an AnsibleModule's own result (a success's problems, rows or error text): its
+    ``setting_names`` option and its own options."""
+    return name_fields(value, module.params.get("setting_names"), set(module.argument_spec))

@@ -29,10 +29,8 @@ def spec_values(records_dir, inventory="", run_dir=None):
     and the sentence saying why there are none (no spec: the command that writes it)."""
     if not records_dir:
         return {}, None
-    try:
-        return run_spec.values(run_spec.read(records_dir, inventory, run_dir)), None
-    except run_spec.MissingSpec as err:
-        return {}, str(err)
+    found = run_spec_of(records_dir, inventory, run_dir)
+    return (run_spec.values(found["spec"]) if found["spec"] else {}), found.get("spec_problem")
 
 
 def run_spec_of(records_dir, inventory="", run_dir=None):
