@@ -24,6 +24,7 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
+from ascend_grpo.bundle import offline_use
 from ascend_grpo.common import owned_folders
 from ascend_grpo.common import rerun
 from ascend_grpo.common import secrets
@@ -270,6 +271,13 @@ def owned_folder_problems(values, own, user=None):
     return owned_folders.problems(list(own), values, _TEXTS, OWNED_LAYOUT)
 
 
+def bundle_setting_problems(values, parts, bundle, meta=None):
+    """The settings (setting -> value, as the stage sees them) that take a part of the offline bundle from elsewhere:
+    bundle.offline_use.setting_problems, with the manifest's facts (``meta``: verl_commit, sample)."""
+    meta = meta or {}
+    return offline_use.setting_problems(parts, values, bundle, meta.get("verl_commit", ""), meta.get("sample", ""))
+
+
 class FilterModule:
     """Filters every stage shares"""
 
@@ -291,4 +299,5 @@ class FilterModule:
             "unknown_settings": unknown_settings,
             "user_set_internal": user_set_internal,
             "owned_folder_problems": owned_folder_problems,
+            "bundle_setting_problems": bundle_setting_problems,
         }
