@@ -22,9 +22,9 @@ The limit of the memo: it trusts the file system's stat. A file changed in place
 and its mtime only if someone sets it back (``os.utime``, ``touch -d``); setting it back moves the ctime, which the
 memo also compares, so that case is caught too. What the memo cannot see is a change that leaves all of size,
 mtime, ctime, inode and device as they were (a write to the raw device, a clock set back around a write, a file
-system that does not keep ctime). So the first check of a bundle on a host (no memo, or a memo of another
-manifest) always hashes every member it checks, and anyone who doubts a bundle checks it without the memo (or
-runs ``sha256sum -c``). Neither the memo nor the manifest guards against someone who may rewrite ``MANIFEST.json``
+system that does not keep ctime), nor a change within the same tick of the file system's clock as the proof. So
+the first check of a bundle on a host (no memo, or a memo of another manifest) always hashes every member it
+checks, and anyone who doubts a bundle checks it without the memo (or runs ``sha256sum -c``). Neither the memo nor the manifest guards against someone who may rewrite ``MANIFEST.json``
 itself: the manifest proves the copy is the export, not who made the export.
 
 Standard library only (and the package's own ``common`` helpers): it runs in the training environment, as part of
@@ -94,6 +94,12 @@ def _walk(root, top=None):
         else:
             refused[top] = kind(st)
     return files, refused
+
+
+def _under(rel, paths):
+    """Whether ``rel`` or a folder above it is one of ``paths``."""
+    parts = rel.split("/")
+    return any("/".join(parts[:n]) in paths for n in range(1, len(parts) + 1))
 
 
 def _part(rel):
@@ -336,7 +342,7 @@ def verify(root, parts=None, memo=None, check_mode=False, field="bundle"):
         st = files.get(rel)
         if st is None:
             proven.pop(rel, None)
-            if rel not in refused:  # a link in its place is named above
+            if not _under(rel, refused):  # a link in its place (or a folder's) is named above
                 problems.append("%s is missing: %s" % (rel, _COPY_AGAIN))
             continue
         if st.st_size != want["size"]:
