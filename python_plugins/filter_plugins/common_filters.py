@@ -24,7 +24,6 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ascend_grpo.bundle import offline_use
 from ascend_grpo.common import owned_folders
 from ascend_grpo.common import rerun
 from ascend_grpo.common import secrets
@@ -271,11 +270,37 @@ def owned_folder_problems(values, own, user=None):
     return owned_folders.problems(list(own), values, _TEXTS, OWNED_LAYOUT)
 
 
+# With an offline bundle (grpo_offline_bundle) the stages' defaults point into it (the container's read-only mount):
+# the settings each part needs, and the value each must have (the manifest's facts filled in).
+BUNDLE_MOUNT = "/grpo-bundle"
+BUNDLE_SETTINGS = {
+    "wheels": {"deps_pinning_wheelhouse": "{mount}/wheels", "grpo_eval_site.wheelhouse": "{mount}/wheels"},
+    "verl": {"deps_pinning_verl_source": "tarball",
+             "deps_pinning_verl_tarball": "{mount}/verl/verl-{verl_commit}.tar.gz"},
+    "model": {"assets_model_source": "local", "assets_model_local_dir": "{mount}/model"},
+    "data": {"assets_data_source": "local", "assets_data_local_dir": "{mount}/data"},
+    "sample": {"assets_chat_template_sample_file": "{mount}/{sample}"},
+}
+
+
 def bundle_setting_problems(values, parts, bundle, meta=None):
-    """The settings (setting -> value, as the stage sees them) that take a part of the offline bundle from elsewhere:
-    bundle.offline_use.setting_problems, with the manifest's facts (``meta``: verl_commit, sample)."""
-    meta = meta or {}
-    return offline_use.setting_problems(parts, values, bundle, meta.get("verl_commit", ""), meta.get("sample", ""))
+    """One sentence per setting of ``values`` (setting -> value as the stage reads it; the stage passes only its
+    own) that takes a part of ``parts`` of the offline bundle from elsewhere than the bundle (the hub, GitHub, the
+    index, another folder), naming it and the fix. ``meta``: the manifest's facts (verl_commit, sample)."""
+    meta = dict(meta or {})
+    facts = {"mount": BUNDLE_MOUNT, "verl_commit": meta.get("verl_commit", ""), "sample": meta.get("sample", "")}
+    problems = []
+    for part in parts:
+        for setting, pattern in sorted(BUNDLE_SETTINGS.get(part, {}).items()):
+            if setting not in values:
+                continue
+            want, got = pattern.format(**facts), values[setting]
+            if str(got if got is not None else "").strip() != want:
+                problems.append(
+                    "%s is %r, but grpo_offline_bundle (%s) gives the stages their %s: with a bundle it must be %r "
+                    "(its default then). Remove %s from the inventory and -e, or unset grpo_offline_bundle to take "
+                    "the %s from there instead" % (setting, got, bundle, part, want, setting, part))
+    return problems
 
 
 class FilterModule:

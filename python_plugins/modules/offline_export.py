@@ -8,7 +8,7 @@ module: offline_export
 short_description: Fetch what a chain needs into an offline bundle, for another host's platform
 description:
   - Runs on a host that reaches the internet (the controller) and fills the folders of an offline bundle for a
-    host that does not: C(wheels/) (pip downloads of the deps profile's and the eval profile's packages, for the
+    host that does not, namely C(wheels/) (pip downloads of the deps profile's and the eval profile's packages, for the
     target's machine, Python and C library, the source packages a profile builds and their build tools), C(verl/)
     (verl's tree as a git archive tarball, proven to be the commit), C(model/) and C(data/) (from the hub with
     huggingface_hub, or copied from a folder), C(sample/) (the guide's sample file).

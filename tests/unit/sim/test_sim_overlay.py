@@ -15,12 +15,17 @@ INVENTORIES = os.path.join(ROOT, "inventories")
 REAL = os.path.join(INVENTORIES, "cloud910b")
 REAL_SETTINGS = os.path.join(REAL, "group_vars", "all.yml")
 OVERLAY = os.path.join(INVENTORIES, "sim", "group_vars", "all", "10-sim-overlay.yml")
+# the part of the overlay that is the connected simulated host's sources, which the offline one does without
+SOURCES = os.path.join(INVENTORIES, "sim", "group_vars", "all", "15-sim-sources.yml")
 MULTI_OVERLAY = os.path.join(INVENTORIES, "sim-multi", "group_vars", "all", "20-sim-multi-overlay.yml")
+OFFLINE_OVERLAY = os.path.join(INVENTORIES, "sim-offline", "group_vars", "all", "30-sim-offline-overlay.yml")
 # Each simulated inventory's group_vars/all: file name -> the file it is (a link to it, or the file itself).
 LAYOUT = {
-    "sim": {"00-cloud910b.yml": REAL_SETTINGS, "10-sim-overlay.yml": OVERLAY},
-    "sim-multi": {"00-cloud910b.yml": REAL_SETTINGS, "10-sim-overlay.yml": OVERLAY,
+    "sim": {"00-cloud910b.yml": REAL_SETTINGS, "10-sim-overlay.yml": OVERLAY, "15-sim-sources.yml": SOURCES},
+    "sim-multi": {"00-cloud910b.yml": REAL_SETTINGS, "10-sim-overlay.yml": OVERLAY, "15-sim-sources.yml": SOURCES,
                   "20-sim-multi-overlay.yml": MULTI_OVERLAY},
+    "sim-offline": {"00-cloud910b.yml": REAL_SETTINGS, "10-sim-overlay.yml": OVERLAY,
+                    "30-sim-offline-overlay.yml": OFFLINE_OVERLAY},
 }
 # The simulation's own names (no production role reads them): its stand-ins, and molecule's drills.
 OWN_NAME = re.compile(r"^(sim|drill)_")
@@ -35,7 +40,7 @@ def load(path):
 
 
 def overlay_keys():
-    return set(load(OVERLAY)) | set(load(MULTI_OVERLAY))
+    return set(load(OVERLAY)) | set(load(SOURCES)) | set(load(MULTI_OVERLAY)) | set(load(OFFLINE_OVERLAY))
 
 
 def host_vars(hosts_file):
@@ -85,7 +90,8 @@ def test_the_real_inventory_has_one_settings_file():
     assert not os.path.exists(os.path.join(REAL, "host_vars"))
 
 
-@pytest.mark.parametrize("path", [OVERLAY, MULTI_OVERLAY], ids=["sim", "sim-multi"])
+@pytest.mark.parametrize("path", [OVERLAY, SOURCES, MULTI_OVERLAY, OFFLINE_OVERLAY],
+                         ids=["sim", "sim-sources", "sim-multi", "sim-offline"])
 def test_every_overlay_value_says_why(path):
     assert load(path), path
     assert unreasoned(path) == []
@@ -146,3 +152,13 @@ def test_the_default_scenario_trains_on_a_card_that_is_not_0_of_eight():
     assert not set(overlay["npu_container_visible_devices"]) & set(overlay["sim_host_busy_cards"])
     multi = load(MULTI_OVERLAY)
     assert multi["npu_container_visible_devices"] not in ([0], overlay["npu_container_visible_devices"])
+
+
+def test_the_offline_simulated_host_has_none_of_the_connected_ones_sources():
+    # nothing it could install or copy from instead of its bundle: no mount of this machine's folders, no source
+    # setting of the connected simulated host, and no network
+    offline = load(OFFLINE_OVERLAY)
+    assert offline["npu_container_extra_volumes"] == []
+    assert offline["npu_container_network"] == "none"
+    assert offline["grpo_offline_bundle"]
+    assert not set(load(SOURCES)) - {"npu_container_extra_volumes"} & set(offline)

@@ -461,7 +461,7 @@ def problems(checks):
 
 # The prefixes of this package's settings: a variable a user sets with one of them names a setting of ours.
 PREFIXES = ("npu_container_", "deps_pinning_", "verl_compat_patch_", "assets_", "ray_cluster_", "grpo_train_",
-            "grpo_eval_", "grpo_")
+            "grpo_eval_", "offline_bundle_", "grpo_")
 
 
 def project_names(specs, defaults, documents):
