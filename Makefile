@@ -127,28 +127,34 @@ integration: test-venv
 	$(BIN)/python -m pytest -q --durations=10 tests/integration
 
 # Every scenario, each in molecule's own test sequence (destroy, syntax, create, converge, idempotence, verify,
-# destroy): default (one simulated host, the whole chain), and multinode (two hosts as one Ray cluster) beside default's
-# idempotence and verify, once default's converge has kept the stack's seed its two nodes start from. Default's verify
+# destroy): default (one simulated host, the whole chain), and multinode (two hosts as one Ray cluster) then offline
+# (the chain from an offline bundle on a host with no network) beside default's idempotence and verify, once default's
+# converge has kept the stack's seed multinode's two nodes start from and filled the download cache the export takes
+# its wheels from. Default's verify
 # leaves about 45 % of the two cores idle (Ansible's tasks and waits between the runs), which multinode's runs use, so
 # both end sooner than one after the other (39.5 min warm before, 31.4 to 32.0 after). Multinode runs niced as make
 # beside does, as default's chain is the longest path; nice shares out only the CPU, though: at nice 5 or 10 alike,
-# default's verify took about 1,400 s beside the others against 866 s alone. Its output is in
-# .test-logs/molecule-multinode.log (its end printed when default is done); it holds ENGINE_LOCK shared: the
-# engine-restart drill waits for it to end.
+# default's verify took about 1,400 s beside the others against 866 s alone. Their output is in
+# .test-logs/molecule-multinode.log and molecule-offline.log (their ends printed when default is done); they hold
+# ENGINE_LOCK shared: the engine-restart drill waits for them to end.
 # Default's last destroy runs whatever failed before it.
 molecule: test-venv
 	@set +e; mkdir -p .test-logs; rc=0; mpid=; \
 	for step in destroy syntax create converge; do molecule $$step -s default || { rc=1; break; }; done; \
 	if [ $$rc -eq 0 ]; then \
-	  echo "== molecule multinode: beside default's idempotence and verify (.test-logs/molecule-multinode.log)"; \
-	  ( exec 9>"$(ENGINE_LOCK)"; flock -s 9; exec nice -n 10 molecule test -s multinode ) \
-	    >.test-logs/molecule-multinode.log 2>&1 & mpid=$$!; \
+	  echo "== molecule multinode, then offline: beside default's idempotence and verify" \
+	       "(.test-logs/molecule-multinode.log, molecule-offline.log)"; \
+	  ( exec 9>"$(ENGINE_LOCK)"; flock -s 9; \
+	    nice -n 10 molecule test -s multinode >.test-logs/molecule-multinode.log 2>&1; m=$$?; \
+	    nice -n 10 molecule test -s offline >.test-logs/molecule-offline.log 2>&1; o=$$?; \
+	    exit $$((m | o)) ) & mpid=$$!; \
 	  for step in idempotence verify; do molecule $$step -s default || { rc=1; break; }; done; \
 	fi; \
 	molecule destroy -s default || rc=1; \
 	if [ -n "$$mpid" ]; then \
-	  wait $$mpid; mrc=$$?; echo "== molecule multinode: the end of its log, exit status $$mrc"; \
-	  tail -n 40 .test-logs/molecule-multinode.log; test $$mrc -eq 0 || rc=1; \
+	  wait $$mpid; mrc=$$?; echo "== molecule multinode and offline: the end of their logs, exit status $$mrc"; \
+	  tail -n 40 .test-logs/molecule-multinode.log; tail -n 40 .test-logs/molecule-offline.log; \
+	  test $$mrc -eq 0 || rc=1; \
 	fi; \
 	exit $$rc
 
