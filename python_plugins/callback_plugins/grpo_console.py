@@ -18,8 +18,9 @@ description:
     nothing when they pass; a failing one prints as usual. So does the check in front of C(site.yml) that the
     inventory lists NPU hosts (C(Require an inventory with NPU hosts)), and the one after it that no name the
     package sets itself was set by the user.
-  - A task run with C(async) and C(poll) (the deps stage's install) prints that it is still
-    working, with the time it has taken, once a minute, instead of an C(ASYNC POLL) line per poll.
+  - A task run with C(async) and C(poll) (the deps stage's install, the container stage's image pull,
+    OpenCompass's venv install) prints that it is still working, with the time it has taken, once a minute,
+    instead of an C(ASYNC POLL) line per poll.
   - With C(-v) or more every line of the default output is printed as well.
 options:
   repeat_after:

@@ -1,4 +1,5 @@
-"""Filters every stage shares: the engines' sources, secrets, the rerun command, the settings' checks, the owned folders.
+"""Filters every stage shares: the engines' sources, secrets, the rerun command, the settings' checks, the owned
+folders, the time limits of slow steps.
 
 Filter: the source of the package's engines (python_plugins/module_utils/ascend_grpo), for a stage that runs one
 in the training environment as a detached job (``python -m ascend_grpo.<stage>.<engine>``) rather than as a module.
@@ -17,6 +18,9 @@ environment variable names, whole numbers), over the plain-Python engine.
 
 Filter: the path settings that name a folder the package keeps for something else (another stage's venv, the
 state folder, the run's folder), over the plain-Python engine ascend_grpo.common.owned_folders.
+
+Filters: whether a slow step run with async and poll ran out of time, and the refusal naming the setting to raise,
+over the plain-Python engine ascend_grpo.common.time_limits.
 """
 
 import ast
@@ -28,6 +32,7 @@ from ascend_grpo.common import owned_folders
 from ascend_grpo.common import rerun
 from ascend_grpo.common import secrets
 from ascend_grpo.common import settings
+from ascend_grpo.common import time_limits
 
 PACKAGE = "ascend_grpo"
 _PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", PACKAGE)
@@ -303,6 +308,19 @@ def bundle_setting_problems(values, parts, bundle, meta=None):
     return problems
 
 
+def timed_out(result):
+    """``failed_when: _r is failed and not _r | timed_out``: whether a step run with ``async`` and ``poll`` ran out
+    of time (its job killed at the limit, or its polls counted out), not failed of its own."""
+    return time_limits.timed_out(result)
+
+
+def time_limit_message(result, what, setting, minutes, host, found="", then=""):
+    """``{{ _r | time_limit_message('Pulling image x', 'npu_container_pull_minutes', npu_container_pull_minutes,
+    inventory_hostname) }}``: the refusal of a step that ran out of time, naming the setting to raise (``found``,
+    ``then``: a sentence each, what was found after it and what else to do); "" when ``result`` is no time-out."""
+    return time_limits.message_if_timed_out(result, what, setting, minutes, host, found, then)
+
+
 class FilterModule:
     """Filters every stage shares"""
 
@@ -325,4 +343,6 @@ class FilterModule:
             "user_set_internal": user_set_internal,
             "owned_folder_problems": owned_folder_problems,
             "bundle_setting_problems": bundle_setting_problems,
+            "timed_out": timed_out,
+            "time_limit_message": time_limit_message,
         }

@@ -1,4 +1,5 @@
-"""The container stage's filters: how the controller reaches the container, why it would be remade, npu-smi.
+"""The container stage's filters: how the controller reaches the container, why it would be remade, npu-smi, the image
+after a pull that ran out of time.
 
 Filter: how the controller reaches the training container through the NPU host's own login (SSH with its port,
 key and jump host; sudo with become), over the plain-Python engine.
@@ -7,6 +8,8 @@ Filter: why docker_container changed a container, from the diff it returns.
 
 Filters: ``npu-smi info`` text -> parsed table, for tasks that read npu-smi from inside a container; the cards'
 numbers as the CANN runtime of a training environment counts them.
+
+Filter: what a look at the host's images says of the image after a pull (or a load) that ran out of time.
 """
 
 from ansible.errors import AnsibleFilterError
@@ -122,6 +125,12 @@ def npu_runtime_ids(cards, mode="docker"):
         raise AnsibleFilterError("npu_runtime_ids: %s" % err) from err
 
 
+def image_as_found(images, image, step="pull"):
+    """``{{ _seen.images | image_as_found(npu_container_image) }}``: one sentence, whether the image is on the host
+    after the ``step`` (``pull`` or ``load``) that was to bring it there ran out of time."""
+    return host_checks.image_as_found(images or [], image, step)
+
+
 class FilterModule:
     """The container stage's filters"""
 
@@ -134,4 +143,5 @@ class FilterModule:
             "npu_smi_info": npu_smi_info,
             "npu_smi_problems": npu_smi_problems,
             "npu_runtime_ids": npu_runtime_ids,
+            "image_as_found": image_as_found,
         }

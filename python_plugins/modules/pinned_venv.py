@@ -22,12 +22,17 @@ description:
     mode, and only when it differs from the one there.
   - C(state=planned) only plans (read-only). C(state=verified) only writes and returns the drift report of the
     core packages (read-only) and fails on drift.
+  - C(state=looked) is the quick look of C(state=present) alone. When the stack holds it does what C(state=present)
+    does then (the drift report, the record); otherwise it returns C(satisfied=false) and the drift report and
+    changes nothing (no venv made, no plan, no pip), so that a task can run C(state=present) only when pip must
+    run, polled with C(async) and bounded in time.
   - In check mode C(state=present) plans and returns the pip commands it would run, without running them.
 options:
   state:
-    description: present (plan, install, report), planned (plan only) or verified (drift report only).
+    description: present (plan, install, report), planned (plan only), verified (drift report only) or looked
+      (whether present would run pip, changing nothing when it would).
     type: str
-    choices: [present, planned, verified]
+    choices: [present, planned, verified, looked]
     default: present
   profile:
     description: The profile (name, constraints, pins, phases); see the role's profiles.
@@ -130,7 +135,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 satisfied:
-  description: Whether every pin was already satisfied before anything ran (then pip did not run).
+  description: Whether every pin was already satisfied before anything ran (then pip did not run; with
+    C(state=looked), whether C(state=present) would leave pip unrun).
   returned: always
   type: bool
 venv:
@@ -184,7 +190,7 @@ from ansible.module_utils.ascend_grpo.deps import venv_install
 
 
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", default="present", choices=["present", "planned", "verified"]),
+    state=dict(type="str", default="present", choices=["present", "planned", "verified", "looked"]),
     profile=dict(type="dict", required=True),
     paths=dict(type="dict", default={}),
     site=dict(type="dict", default={}),

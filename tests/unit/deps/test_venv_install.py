@@ -72,3 +72,56 @@ def test_the_passwords_in_a_site_or_a_source_are_hidden():
     secret = "s3cret-pass"
     params = {"site": {"find_links": ["https://user:%s@mirror.example.org/wheels/" % secret]}, "source": None}
     assert secret in venv_install.hidden_values(params)
+
+
+# ---- state=looked: whether state=present would run pip, changing nothing when it would ------------------------------
+# (the eval stage looks first and runs the install, polled and bounded by grpo_eval_install_minutes, only then)
+
+def _installed_last(tmp_path, profile=PROFILE):
+    """The note state=present leaves after installing ``profile``."""
+    from ascend_grpo.deps import pip_runner
+
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    (state / "deps-installed.json").write_text(json.dumps(
+        {"profile": profile["name"], "profile_sha256": pip_runner.profile_digest(profile, {})}))
+
+
+def test_looked_with_the_pins_holding_does_what_present_does_then_and_runs_no_pip(tmp_path):
+    _installed_last(tmp_path)
+    looked_calls, present_calls = [], []
+    looked = venv_install.install(_params(tmp_path, state="looked"), False, _probe_only({"six": "1.16.0"}, looked_calls))
+    present = venv_install.install(_params(tmp_path), False, _probe_only({"six": "1.16.0"}, present_calls))
+    assert looked["satisfied"] is True and looked["changed"] is False
+    assert looked == present
+    assert [argv[1] for argv in looked_calls] == ["-c"]  # the probe, and nothing else
+    assert os.path.isfile(os.path.join(str(tmp_path / "state"), "deps-drift.json"))
+
+
+def test_looked_on_drift_says_pip_must_run_and_neither_fails_nor_plans(tmp_path):
+    _installed_last(tmp_path)
+    cache = tmp_path / "cache"
+    calls = []
+    result = venv_install.install(_params(tmp_path, state="looked", download_cache=str(cache)), False,
+                                  _probe_only({"six": "1.15.0"}, calls))
+    assert result["satisfied"] is False and result["changed"] is False
+    assert result["report"]["drift"] == ["six"] and "1.15.0" in result["table"]
+    assert [argv[1] for argv in calls] == ["-c"]  # no pip: no plan, no install
+    assert not cache.exists()
+
+
+def test_looked_after_another_profile_was_installed_says_pip_must_run_where_verified_does_not(tmp_path):
+    _installed_last(tmp_path, dict(PROFILE, constraints=["wheel<1"]))
+    looked = venv_install.install(_params(tmp_path, state="looked"), False, _probe_only({"six": "1.16.0"}, []))
+    verified = venv_install.install(_params(tmp_path, state="verified"), False, _probe_only({"six": "1.16.0"}, []))
+    assert looked["satisfied"] is False and verified["satisfied"] is True
+
+
+def test_looked_at_a_venv_still_to_be_made_makes_nothing(tmp_path):
+    venv = str(tmp_path / "venvs" / "opencompass")
+    calls = []
+    result = venv_install.install(_params(tmp_path, state="looked", python=None, venv=venv,
+                                          venv_python=sys.executable), False, _probe_only({}, calls))
+    assert result["satisfied"] is False and result["changed"] is False
+    assert result["venv"]["action"] == "made" and "does not exist" in result["msg"]
+    assert not os.path.exists(venv) and calls == []

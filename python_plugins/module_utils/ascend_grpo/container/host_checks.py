@@ -162,6 +162,18 @@ def check_image_room(docker_root, image_gib, workspace, workspace_gib):
                % workspace_gib if shared else "")]
 
 
+def image_as_found(images, image, step="pull"):
+    """What a look at the host's images (docker_image_info's ``images``) says of ``image`` after the ``step`` that
+    was to bring it there (``pull``, or ``load`` from a file) stopped short, its time run out: one sentence."""
+    if images:
+        found = images[0] if isinstance(images[0], dict) else {}
+        return "As found after it, image %s is on the host (id %s): a rerun uses it" % (
+            image, found.get("Id") or "unknown")
+    kept = ("; the layers Docker pulled in full are kept, so the next pull goes on from them" if step == "pull"
+            else "")
+    return "As found after it, image %s is not on the host%s" % (image, kept)
+
+
 def run_npu_smi(command, cards, timeout=60, run=runner.run_command):
     """Run ``<command> info``, parse it and check the cards. Returns (parsed or None, problems).
 

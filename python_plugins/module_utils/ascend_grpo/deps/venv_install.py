@@ -103,6 +103,8 @@ class VenvInstall(object):
         if not p["venv"]:
             return python
         maker = p["venv_python"] or sys.executable
+        # a look (state=looked) makes nothing: a venv to make or remake is only reported
+        no_change = self.check_mode or p["state"] == "looked"
         if maker == sys.executable:
             base_version = "%d.%d" % sys.version_info[:2]
         else:
@@ -113,11 +115,15 @@ class VenvInstall(object):
             base_version = out.strip()
         try:
             self.venv_result = pip_runner.ensure_venv(p["venv"], maker, base_version, p["venv_site_packages"],
-                                                      self.check_mode, lambda argv: self.run_command(argv))
+                                                      no_change, lambda argv: self.run_command(argv))
         except pip_runner.StackError as err:
             _fail(str(err))
         python = self.venv_result["python"]
         if self.venv_result["action"] != "kept":
+            if p["state"] == "looked":
+                _exit(changed=False, satisfied=False, python=python, venv=self.venv_result,
+                      msg="the virtual environment %s is to be %s (%s)" % (
+                          p["venv"], self.venv_result["action"], self.venv_result["reason"]))
             if self.check_mode and p["venv_site_packages"]:
                 # a new venv that sees the base Python's packages starts out as that Python: plan against it
                 python = maker
@@ -153,7 +159,8 @@ class VenvInstall(object):
         installed_digest = (workspace.read_json(self.installed_path) or {}).get("profile_sha256")
         self.digest = pip_runner.profile_digest(self.profile, self.paths)
         # the last install was of this very profile (the quick look and state=present); plain verify does not care
-        profile_ok = installed_digest == self.digest if (p["state"] == "present" or p["source"] is not None) else True
+        profile_ok = (installed_digest == self.digest
+                      if (p["state"] in ("present", "looked") or p["source"] is not None) else True)
         # accepted drift counts as satisfied, or every rerun would run pip
         self.satisfied = report["ok"] and editable_ok and source_ok and profile_ok
         self.steps_python = self.venv_result["python"] if self.venv_result else self.python
@@ -257,12 +264,17 @@ class VenvInstall(object):
         self.python = self.choose_python()
         self.p["paths"] = self.paths
         os.makedirs(self.p["state_dir"], exist_ok=True)
-        self.use_download_cache()
+        if self.p["state"] != "looked":
+            self.use_download_cache()
         report = self.look()
         if self.p["state"] == "verified":
             self.finish(self.with_editable(report, self.before["editable_url"]), self.satisfied and report["ok"])
-        if self.p["state"] == "present" and self.satisfied:
+        if self.p["state"] in ("present", "looked") and self.satisfied:
             self.finish(report, True)
+        if self.p["state"] == "looked":
+            # state=present would plan and run pip: a look stops here, having changed nothing
+            _exit(**dict(self.result, report=report,
+                         table=pins.table(report["rows"], ["package", "expected", "installed", "status"])))
         plan = self.plan()
         if self.p["state"] == "planned":
             _exit(**self.result)
