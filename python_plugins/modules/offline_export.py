@@ -60,6 +60,11 @@ options:
     description: pip's cache folder (PIP_CACHE_DIR), so files downloaded before are not downloaded again.
     type: path
     default: ""
+  wheel_cache:
+    description: A folder of files downloaded before (a deps stage's download cache, C(<cache>/wheels)); each
+      download is tried from it alone first (C(--no-index)), and from the indexes when it lacks a file.
+    type: path
+    default: ""
   verl:
     description: C(commit) (40 characters), and C(tarball) (a file here, with C(tarball_sha256)) or C(repo) (git).
     type: dict
@@ -130,6 +135,7 @@ def main():
             index_url=dict(type="str", default="", no_log=True),
             extra_index_urls=dict(type="list", elements="str", default=[], no_log=True),
             pip_cache=dict(type="path", default=""),
+            wheel_cache=dict(type="path", default=""),
             verl=dict(type="dict", default={}),
             model=dict(type="dict", default={}),
             data=dict(type="dict", default={}),

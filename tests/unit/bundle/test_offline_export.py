@@ -185,7 +185,7 @@ def no_run(argv, environ_update=None):
 
 def base_params(tmp_path, **extra):
     params = {"dest": str(tmp_path / "b"), "parts": ["verl"], "target": dict(NPU), "profiles": [], "python": "",
-              "site": {}, "index_url": "", "extra_index_urls": [], "pip_cache": "", "verl": {"commit": COMMIT},
+              "site": {}, "index_url": "", "extra_index_urls": [], "pip_cache": "", "wheel_cache": "", "verl": {"commit": COMMIT},
               "model": {}, "data": {}, "token": "", "sample": {}, "setting_names": {}}
     params.update(extra)
     return params
@@ -230,3 +230,25 @@ def test_the_module_names_the_setting_of_a_bad_target(tmp_path):
                          setting_names={"target": "offline_bundle_target"})
     out = run_module("offline_export", params)
     assert out["failed"] and "offline_bundle_target" in out["msg"] and out["field"] == "target"
+
+
+def test_a_download_cache_is_tried_alone_first_and_the_index_only_for_what_it_lacks(tmp_path):
+    need_verl_tarball()
+    read, paths = offline_export.verl_requirements_reader(VERL_TARBALL, FILES)
+    steps = offline_export.profile_downloads(profile("vllm0.13.0-cpu"), paths, read, NPU, {"find_links": ["/w"]},
+                                             "/py", str(tmp_path), None, cross=False, cache="/cache/wheels")
+    cached = steps[0]["cached"]
+    assert cached[cached.index("--no-index") + 1:cached.index("--no-index") + 5] == \
+        ["--find-links", "/cache/wheels", "--find-links", "/w"]
+    assert "--index-url" not in cached and "--extra-index-url" not in cached
+    calls = []
+
+    def run(argv, env=None):
+        calls.append(argv)
+        # the cache has everything but the build tools
+        return (1, "", "") if "--no-index" in argv and "setuptools" in argv else (0, "", "")
+    done = offline_export.download(steps, {"pins": {}}, {}, run)
+    kinds = [("cache" if "--no-index" in argv else "index", argv[-1]) for argv in calls]
+    assert kinds[:-2] == [("cache", s["requirements"][-1]) for s in steps[:-1]]
+    assert kinds[-2:] == [("cache", "wheel"), ("index", "wheel")]
+    assert done["unfetched"] == []

@@ -86,30 +86,38 @@ def _name(requirement):
     return pins.canonical(pins.split_requirement(requirement)[0])
 
 
-def profile_downloads(profile, paths, read_file, target, site, python, dest, constraints, cross):
+def profile_downloads(profile, paths, read_file, target, site, python, dest, constraints, cross, cache=""):
     """The pip download commands one profile needs, in order: dicts of ``argv`` (without the requirements),
-    ``source`` (the same download as source packages, platform options left out), ``requirements`` and ``kind``:
-    "wheels" (the resolved set), "fixed" (no_deps packages), "sdist" (built from source on the target) or "build"
-    (setuptools and wheel, which an isolated build of a source package installs)."""
+    ``source`` (the same download as source packages, platform options left out), ``cached`` (the same download
+    from ``cache`` alone, a folder of files downloaded before, such as a deps stage's download cache; None without
+    one), ``requirements`` and ``kind``: "wheels" (the resolved set), "fixed" (no_deps packages), "sdist" (built
+    from source on the target) or "build" (setuptools and wheel, which an isolated build of a source package
+    installs)."""
     request = pins.plan_request(profile, paths, read_file, target["arch"], site)
-    base = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "30",
-            "-d", dest] + request["index_args"]
-    wheels = base + (platform_args(target) if cross else []) + (["-c", constraints] if constraints else [])
+    head = [python, "-m", "pip", "download", "--disable-pip-version-check", "--retries", "2", "--timeout", "30",
+            "-d", dest]
+    # from the cache alone (pip takes the index's copy of a release over a find-links one, so not both at once)
+    local = ["--no-index", "--find-links", cache] + [arg for link in site.get("find_links") or []
+                                                     for arg in ("--find-links", link)]
+    base = head + request["index_args"]
+    extra = (platform_args(target) if cross else []) + (["-c", constraints] if constraints else [])
     built = {pins.canonical(name) for phase in profile["phases"] for name in phase.get("no_binary") or []}
     sdists = [r for r in request["fixed"] if _name(r) in built]
     fixed = [r for r in request["fixed"] if _name(r) not in built]
     source = base + ["--no-deps", "--no-binary", ":all:"]
+
+    def step(argv, cached, requirements, kind, is_cross):
+        return {"argv": argv, "cached": cached if cache else None, "source": source, "requirements": requirements,
+                "kind": kind, "cross": is_cross}
     steps = []
     if request["requirements"]:
-        steps.append({"argv": wheels, "source": source, "requirements": list(request["requirements"]),
-                      "kind": "wheels", "cross": cross})
+        steps.append(step(base + extra, head + local + extra, list(request["requirements"]), "wheels", cross))
     if fixed:
-        steps.append({"argv": wheels + ["--no-deps"], "source": source, "requirements": fixed, "kind": "fixed",
-                      "cross": cross})
+        steps.append(step(base + extra + ["--no-deps"], head + local + extra + ["--no-deps"], fixed, "fixed", cross))
     if sdists:
-        steps.append({"argv": source, "source": source, "requirements": sdists, "kind": "sdist", "cross": False})
-    steps.append({"argv": wheels + ["--no-deps"], "source": source, "requirements": ["setuptools", "wheel"],
-                  "kind": "build", "cross": cross})
+        steps.append(step(source, head + local + ["--no-deps", "--no-binary", ":all:"], sdists, "sdist", False))
+    steps.append(step(base + extra + ["--no-deps"], head + local + extra + ["--no-deps"], ["setuptools", "wheel"],
+                      "build", cross))
     return steps
 
 
@@ -127,6 +135,11 @@ def download(steps, profile, env, run=runner.run_command):
     for step in steps:
         argv, kind = step["argv"], step["kind"]
         reqs = list(step["requirements"])
+        if step.get("cached"):
+            ran += 1
+            if run(step["cached"] + reqs, env)[0] == 0:
+                continue  # every file of the step was in the cache
+
         for _attempt in range(30):
             if not reqs:
                 break
@@ -183,7 +196,7 @@ def verl_requirements_reader(tarball, files_dir):
 
 
 def export_wheels(profiles, dest, target, site, python, verl_tarball, env=None, run=runner.run_command,
-                  python_here=None):
+                  python_here=None, cache=""):
     """Download every profile's files into ``dest``. Returns {"native", "profiles": {name: download result},
     "unfetched": [...], "files", "bytes"}."""
     target = check_target(target)
@@ -195,7 +208,7 @@ def export_wheels(profiles, dest, target, site, python, verl_tarball, env=None, 
             profile = entry["data"]
             read, paths = verl_requirements_reader(verl_tarball, entry["files"])
             constraints = pip_runner.write_constraints(profile, scratch) if profile.get("constraints") else None
-            steps = profile_downloads(profile, paths, read, target, site, python, dest, constraints, cross)
+            steps = profile_downloads(profile, paths, read, target, site, python, dest, constraints, cross, cache)
             done = download(steps, profile, pip_runner.pip_env(profile, env), run)
             result["profiles"][profile["name"]] = done
             result["unfetched"] += [dict(u, profile=profile["name"]) for u in done["unfetched"]]
@@ -445,7 +458,7 @@ def run_export(params, check_mode=False, run=runner.run_command):
             result["changed"] = True
         else:
             done = export_wheels(params["profiles"], wheels_dir, target, site, params["python"] or sys.executable,
-                                 result["parts"]["verl"]["path"], env, run_env)
+                                 result["parts"]["verl"]["path"], env, run_env, cache=params.get("wheel_cache") or "")
             done["added"] = len(set(os.listdir(wheels_dir)) - before)
             result["changed"] |= done["added"] > 0
         result["parts"]["wheels"] = done
