@@ -8,7 +8,7 @@ A role then writes the files it needs from this filter's answer, never from a pa
 own imports within the package come with it, so the copy cannot miss one.
 
 Filters: the values a support bundle takes out, and whether a value holds a credential (a file holding it is
-0600), over the plain-Python secrets engine.
+0600), over the plain-Python secrets engine; a proxy's environment variables for a job (ascend_grpo.common.proxy).
 
 Filters: the commands the package prints for a user to run again, with the inventory the user ran with (the one
 place that builds them is the engine ascend_grpo.common.rerun).
@@ -28,7 +28,9 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
+from ascend_grpo.common import errors
 from ascend_grpo.common import owned_folders
+from ascend_grpo.common import proxy
 from ascend_grpo.common import rerun
 from ascend_grpo.common import secrets
 from ascend_grpo.common import settings
@@ -102,6 +104,16 @@ def has_credentials(value):
     """``{{ url | has_credentials }}`` -> whether ``value`` (a URL, or lists and mappings of them) holds a
     password, a token as a URL's user, or a signature parameter."""
     return secrets.has_credentials(value)
+
+
+def proxy_env(value, setting="grpo_proxy"):
+    """``{{ grpo_proxy | proxy_env }}`` -> the environment variables that hand the proxy to a job's pip, git and
+    hub downloads (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their lower-case forms), ``{}`` for none; for a job's
+    ``secret_env`` (a proxy URL may hold a password). A proxy that cannot be used fails naming ``setting``."""
+    try:
+        return proxy.proxy_env(value)
+    except proxy.ProxyError as err:
+        raise AnsibleFilterError(errors.name_fields(err.msg, {"proxy": setting}, {"proxy"})) from err
 
 
 # the project: the folder holding site.yml (python_plugins/filter_plugins/ is two levels below it)
@@ -329,6 +341,7 @@ class FilterModule:
             "engine_sources": engine_sources,
             "secret_env_values": secret_env_values,
             "has_credentials": has_credentials,
+            "proxy_env": proxy_env,
             "grpo_inventory_args": grpo_inventory_args,
             "grpo_rerun_command": grpo_rerun_command,
             "setting_problems": setting_problems,

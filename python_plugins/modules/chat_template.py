@@ -48,6 +48,7 @@ options:
     default: present
 extends_documentation_fragment:
   - grpo_setting_names
+  - grpo_proxy
 author:
   - GRPO on Ascend maintainers
 """
@@ -93,7 +94,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
 from ansible.module_utils.ascend_grpo.assets import template_install
-from ansible.module_utils.ascend_grpo.common import errors
+from ansible.module_utils.ascend_grpo.common import errors, proxy
 
 
 def main():
@@ -102,16 +103,19 @@ def main():
                            sample_file=dict(type="path"), sample_url=dict(type="str"),
                            sample_sha256=dict(type="str"), cache_dir=dict(type="path"),
                            state=dict(type="str", choices=["present", "proven"], default="present"),
+                           proxy=dict(type="dict", default={}, no_log=True),
                            setting_names=dict(type="dict", default={})),
         mutually_exclusive=[template_install.SOURCES],
         required_one_of=[template_install.SOURCES],
         required_by={"sample_file": "sample_sha256", "sample_url": "sample_sha256"},
         supports_check_mode=True,
     )
+    # the proxy's password: out of everything returned, the echo of the arguments included
+    module.no_log_values.update(proxy.hidden_values(module.params["proxy"]))
     try:
         result = template_install.install(module.params, module.check_mode,
                                           lambda url: fetch_url(module, url, timeout=60))
-    except template_install.TemplateError as err:
+    except (template_install.TemplateError, proxy.ProxyError) as err:
         module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 

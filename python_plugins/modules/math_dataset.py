@@ -55,6 +55,7 @@ options:
     default: Let's think step by step and output the final answer within \boxed{}.
 extends_documentation_fragment:
   - grpo_setting_names
+  - grpo_proxy
 author:
   - GRPO on Ascend maintainers
 """
@@ -98,7 +99,7 @@ reason:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import math_data
-from ansible.module_utils.ascend_grpo.common import errors
+from ansible.module_utils.ascend_grpo.common import errors, proxy
 
 
 def main():
@@ -114,16 +115,17 @@ def main():
             cache_dir=dict(type="path"),
             data_source=dict(type="str", default=math_data.DATA_SOURCE),
             instruction=dict(type="str", default=math_data.INSTRUCTION),
+            proxy=dict(type="dict", default={}, no_log=True),
             setting_names=dict(type="dict", default={}),
         ),
         required_if=[("source", "local", ["local_dir"])],
         supports_check_mode=True,
     )
-    # an endpoint's password: out of everything returned, the echo of the arguments included
+    # an endpoint's or the proxy's password: out of everything returned, the echo of the arguments included
     module.no_log_values.update(math_data.hidden_values(module.params))
     try:
         result = math_data.module_build(module.params, module.check_mode)
-    except math_data.DataError as err:
+    except (math_data.DataError, proxy.ProxyError) as err:
         module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 

@@ -56,6 +56,7 @@ options:
     default: false
 extends_documentation_fragment:
   - grpo_setting_names
+  - grpo_proxy
 author:
   - GRPO on Ascend maintainers
 """
@@ -105,7 +106,7 @@ field:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.assets import weights
-from ansible.module_utils.ascend_grpo.common import errors
+from ansible.module_utils.ascend_grpo.common import errors, proxy
 
 
 def main():
@@ -121,17 +122,18 @@ def main():
             allow=dict(type="list", elements="str"),
             refresh=dict(type="bool", default=False),
             trust_remote_code=dict(type="bool", default=False),
+            proxy=dict(type="dict", default={}, no_log=True),
             setting_names=dict(type="dict", default={}),
         ),
         required_if=[("source", "hf", ["repo"]), ("source", "modelscope", ["repo"]),
                      ("source", "local", ["local_dir"])],
         supports_check_mode=True,
     )
-    # an endpoint's password: out of everything returned, the echo of the arguments included
+    # an endpoint's or the proxy's password: out of everything returned, the echo of the arguments included
     module.no_log_values.update(weights.hidden_values(module.params))
     try:
         result = weights.module_plan(module.params)
-    except weights.WeightsError as err:
+    except (weights.WeightsError, proxy.ProxyError) as err:
         module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 

@@ -120,6 +120,7 @@ options:
 extends_documentation_fragment:
   - grpo_setting_names
   - grpo_named_site
+  - grpo_proxy
 author:
   - GRPO on Ascend maintainers
 """
@@ -185,7 +186,7 @@ record:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import errors
+from ansible.module_utils.ascend_grpo.common import errors, proxy
 from ansible.module_utils.ascend_grpo.deps import venv_install
 
 
@@ -207,6 +208,7 @@ ARGUMENT_SPEC = dict(
     venv=dict(type="path"),
     venv_python=dict(type="str"),
     venv_site_packages=dict(type="bool", default=False),
+    proxy=dict(type="dict", default={}, no_log=True),
     # only named in messages (setting_names maps them to the role's settings)
     wheelhouse=dict(type="raw"),
     workspace_host=dict(type="raw"),
@@ -217,11 +219,12 @@ ARGUMENT_SPEC = dict(
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=[("python", "venv")],
                            supports_check_mode=True)
-    # a find-links location's or the verl repository's password: out of everything returned, arguments included
+    # a find-links location's, the verl repository's or the proxy's password: out of everything returned, arguments
+    # included
     module.no_log_values.update(venv_install.hidden_values(module.params))
     try:
         result = venv_install.install(module.params, module.check_mode, module.run_command)
-    except venv_install.VenvError as err:
+    except (venv_install.VenvError, proxy.ProxyError) as err:
         module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 

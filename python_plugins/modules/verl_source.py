@@ -81,6 +81,7 @@ options:
 extends_documentation_fragment:
   - grpo_setting_names
   - grpo_named_site
+  - grpo_proxy
 author:
   - GRPO on Ascend maintainers
 """
@@ -140,7 +141,7 @@ dest:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.ascend_grpo.common import errors
+from ansible.module_utils.ascend_grpo.common import errors, proxy
 from ansible.module_utils.ascend_grpo.deps import verl_checkout
 
 
@@ -156,6 +157,7 @@ def main():
             site=dict(type="dict", default={}),
             index_url=dict(type="str", default="", no_log=True),
             extra_index_urls=dict(type="list", elements="str", default=[], no_log=True),
+            proxy=dict(type="dict", default={}, no_log=True),
             # only named in messages (setting_names maps them to the role's settings)
             commit=dict(type="raw"),
             repo=dict(type="raw"),
@@ -170,7 +172,7 @@ def main():
     module.no_log_values.update(verl_checkout.source_credentials(module.params))
     try:
         result = verl_checkout.source_step(module.params, module.check_mode, module.run_command)
-    except verl_checkout.ModuleFailure as err:
+    except (verl_checkout.ModuleFailure, proxy.ProxyError) as err:
         module.fail_json(**errors.module_failure(module, err))
     module.exit_json(**result)
 

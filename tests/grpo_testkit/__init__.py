@@ -135,8 +135,8 @@ def tree_snapshot(*roots):
 
 
 def fake_pip_python(tmp_path):
-    """A Python for the deps module that answers its probe and records what each pip call got (argv, PIP_*
-    variables) in ``calls.jsonl``, then fails as pip does on a missing version: (python, log path)."""
+    """A Python for the deps module that answers its probe and records what each pip call got (argv, PIP_* and
+    proxy variables) in ``calls.jsonl``, then fails as pip does on a missing version: (python, log path)."""
     log = tmp_path / "calls.jsonl"
     fake = tmp_path / "python"
     fake.write_text("#!%s\n" % sys.executable + """import json, os, sys
@@ -144,7 +144,8 @@ if sys.argv[1] == "-c":
     print(json.dumps({"versions": {}, "editable_url": None, "machine": "x86_64", "python": "3.11"}))
     sys.exit(0)
 with open(%r, "a") as log:
-    log.write(json.dumps({"argv": sys.argv, "env": {k: v for k, v in os.environ.items() if k.startswith("PIP_")}})
+    log.write(json.dumps({"argv": sys.argv, "env": {k: v for k, v in os.environ.items()
+                                                    if k.startswith("PIP_") or k.lower().endswith("_proxy")}})
               + "\\n")
 print("ERROR: Could not find a version that satisfies the requirement six==1.16.0 (from versions: none)",
       file=sys.stderr)

@@ -18,7 +18,7 @@ import glob
 import json
 import os
 
-from ..common import secrets, workspace
+from ..common import proxy, secrets, workspace
 from ..common.errors import FieldError
 from ..common.workspace import sha256_file
 
@@ -47,26 +47,29 @@ FIX = {
 
 
 def hidden_values(params):
-    """What the math_dataset module keeps out of everything it returns: an endpoint's password."""
-    return secrets.credentials_in(params.get("endpoint"))
+    """What the math_dataset module keeps out of everything it returns: an endpoint's or the proxy's password."""
+    return secrets.credentials_in([params.get("endpoint"), params.get("proxy")])
 
 
 def module_build(params, check_mode):
     """What the math_dataset module returns for its arguments: :func:`plan` of the one source asked for, then
     :func:`build` unless the outputs are current or in check mode. A refusal is a :class:`DataError` whose message
-    ends with the fix."""
+    ends with the fix. The hub is asked through ``params["proxy"]`` (huggingface_hub and datasets read it from the
+    environment); a proxy that cannot be used raises ``common.proxy.ProxyError``."""
     spec = dict(params)
+    spec.pop("proxy", None)
     if spec["source"] == "local":
         spec.update(repo=None, revision=None)
     else:
         spec["local_dir"] = None
     try:
-        step = plan(spec)
-        if step["action"] == "none":
-            return dict(changed=False, build="none", reason=step["reason"], rows=step["rows"])
-        if check_mode:
-            return dict(changed=True, build="build", reason=step["reason"], rows={})
-        result = build(spec, step)
+        with proxy.proxy_environ(params.get("proxy")):
+            step = plan(spec)
+            if step["action"] == "none":
+                return dict(changed=False, build="none", reason=step["reason"], rows=step["rows"])
+            if check_mode:
+                return dict(changed=True, build="build", reason=step["reason"], rows={})
+            result = build(spec, step)
     except DataError as err:
         raise DataError(err.field, secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
             err.field, FIX["source"]) % {"repo": spec.get("repo")}))) from err

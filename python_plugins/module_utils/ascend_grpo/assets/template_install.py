@@ -21,6 +21,7 @@ import re
 import tarfile
 import time
 
+from ..common import proxy
 from ..common.errors import StageFailure
 
 CONFIG = "tokenizer_config.json"
@@ -274,12 +275,16 @@ def install(params, check_mode, fetch):
     installed into ``model_dir`` (``state: present``) or only proven (``proven``). ``fetch``: see
     :func:`downloader`. A refusal is a :class:`TemplateError` whose message starts with the option that gave the
     sample (``{sample_file}: `` or ``{sample_url}: ``) when the sample could not be loaded."""
+    proxy.proxy_env(params.get("proxy"))  # a proxy that cannot be used is refused, a download needed or not
     sample = None
     try:
         template = params["template"]
         if template is None:
-            sample = load_sample(params["sample_sha256"], path=params["sample_file"], url=params["sample_url"],
-                                 download=downloader(fetch), cache_dir=params["cache_dir"], keep=not check_mode)
+            # the download goes through the proxy (fetch, Ansible's fetch_url, reads it from the environment)
+            with proxy.proxy_environ(params.get("proxy")):
+                sample = load_sample(params["sample_sha256"], path=params["sample_file"], url=params["sample_url"],
+                                     download=downloader(fetch), cache_dir=params["cache_dir"],
+                                     keep=not check_mode)
             template = sample["template"]
             other = other_keys_differing(params["model_dir"], sample["config"])
         if params["state"] == "proven":

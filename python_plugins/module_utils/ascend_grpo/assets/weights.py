@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from ..common import errors, secrets, workspace
+from ..common import errors, proxy, secrets, workspace
 
 MANIFEST = ".grpo-weights.json"
 EDITED = ("tokenizer_config.json", "chat_template.jinja")
@@ -67,21 +67,25 @@ FIX = {
 
 
 def hidden_values(params):
-    """What the model_weights module keeps out of everything it returns: an endpoint's password (the assets stage
-    writes the plan's endpoint from the setting itself)."""
-    return secrets.credentials_in(params.get("endpoint"))
+    """What the model_weights module keeps out of everything it returns: an endpoint's or the proxy's password (the
+    assets stage writes the plan's endpoint from the setting itself)."""
+    return secrets.credentials_in([params.get("endpoint"), params.get("proxy")])
 
 
 def module_plan(params):
     """What the model_weights module returns for its arguments: :func:`plan` of the one source asked for, the token
-    and any endpoint password out. A refusal is a :class:`WeightsError` whose message ends with the fix."""
+    and any endpoint password out. A refusal is a :class:`WeightsError` whose message ends with the fix. The hub is
+    asked through ``params["proxy"]`` (huggingface_hub reads it from the environment); a proxy that cannot be used
+    raises ``common.proxy.ProxyError``."""
     spec = dict(params)
+    spec.pop("proxy", None)
     if spec["source"] == "local":
         spec.update(repo=None, revision=None)
     else:
         spec["local_dir"] = None
     try:
-        step = plan(spec)
+        with proxy.proxy_environ(params.get("proxy")):
+            step = plan(spec)
     except WeightsError as err:
         raise WeightsError(err.field, secrets.mask_url("%s. Fix: %s" % (str(err).rstrip("."), FIX.get(
             err.field, FIX["source"]) % {"repo": spec.get("repo")}))) from err

@@ -9,6 +9,8 @@
 - ``path``: an absolute path with no control character and no ``..`` part;
 - ``url``/``urls``: package index URLs, parsed (shown with their credentials masked);
 - ``mounts``: a container's extra volumes, none of which hands it the host (the Docker socket, ``/``, ...);
+- ``proxy``: a proxy mapping (http_proxy, https_proxy: URLs with a scheme and a host; no_proxy: a comma list of
+  hosts, domains and address blocks), shown masked (``common.proxy``);
 - ``subpath``: a folder given relative to the workspace (so that it lives, and survives, there): ``name`` parts
   joined by ``/``; empty means the setting is off;
 - ``hub``: a hub or mirror the stage fetches from, https (plain http only when the setting named after it allows
@@ -28,7 +30,7 @@ Standard library only (the controller's filters use it), but for size_bytes, whi
 
 import re
 
-from . import secrets
+from . import proxy, secrets
 
 # Matched whole (fullmatch): with re.match, "$" also matches before a final newline, and "qwen\n" passed.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -426,7 +428,7 @@ def _mapping_problems(setting, value):
 
 
 _MANY = {"env": env_problems, "mounts": mount_problems, "mount_targets": mount_target_problems,
-         "kwargs": _kwargs_problems,
+         "kwargs": _kwargs_problems, "proxy": proxy.proxy_problems,
          "resources": _resources_problems, "mapping": _mapping_problems}
 KINDS = tuple(sorted(_ONE)) + tuple(sorted(_MANY))
 

@@ -191,7 +191,9 @@ def constraints_text(pins):
 
 
 def index_args(phase, arch, site):
-    """pip index options for a phase: the site's offline wheelhouse or mirror wins over the profile's URLs."""
+    """pip index options for a phase: the site's offline wheelhouse, or its mirror (``site["index_url"]``), wins
+    over the profile's index URLs: with a mirror, neither the phase's index_url nor its extra_index_urls are asked
+    (the site's extra_index_urls, find_links and trusted_hosts stay)."""
     args = []
     if site.get("wheelhouse"):
         return ["--no-index", "--find-links", site["wheelhouse"]]
@@ -204,7 +206,10 @@ def index_args(phase, arch, site):
                 args += ["--find-links", link]
             return args
         args += ["--find-links", site["wheel_cache"]]
-    own = not site.get("ignore_profile_indexes")  # a site mirror that serves everything replaces them
+    # A site's mirror (index_url) replaces the profile's own indexes, its extra ones too: a site that reaches only
+    # its mirror would otherwise wait out time-outs on them at every lookup; a site that mirrors one of them as well
+    # lists it among its own extra_index_urls. ignore_profile_indexes drops them without a mirror (the tests' index).
+    own = not (site.get("ignore_profile_indexes") or site.get("index_url"))
     index = site.get("index_url") or (for_arch(phase.get("index_url"), arch) if own else None)
     if index:
         args += ["--index-url", index]

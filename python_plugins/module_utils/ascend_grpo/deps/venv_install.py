@@ -11,7 +11,7 @@ stage), which the module names by its role's settings.
 import os
 import sys
 
-from ..common import secrets, workspace
+from ..common import proxy, secrets, workspace
 from . import pins, pip_runner, verl_checkout
 from ..common.errors import StageFailure
 
@@ -37,9 +37,10 @@ def _fail(msg, **result):
 
 
 def hidden_values(params):
-    """A find-links location's or the verl repository's password, to keep out of everything returned (the
-    module's arguments included)."""
-    return secrets.credentials_in([params.get("site"), params.get("source")])
+    """A find-links location's, the verl repository's or the proxy's password, to keep out of everything returned
+    (the module's arguments included)."""
+    return secrets.credentials_in([params.get("site"), params.get("source")]) + proxy.hidden_values(
+        params.get("proxy"))
 
 
 def install(params, check_mode, run_command):
@@ -47,6 +48,7 @@ def install(params, check_mode, run_command):
 
     ``params``: the module's arguments (see its documentation); ``check_mode``: report, change nothing;
     ``run_command``: Ansible's ``module.run_command`` or one with its signature (``common.runner.run_command``).
+    A proxy that cannot be used (``params["proxy"]``) raises ``common.proxy.ProxyError`` before anything runs.
     """
     try:
         VenvInstall(params, check_mode, run_command).main()
@@ -61,8 +63,10 @@ class VenvInstall(object):
 
     def __init__(self, params, check_mode, run_command):
         # the arguments themselves, as the module had them (it reports them back as its invocation)
-        self.p, self.check_mode, self.run_command = params, check_mode, run_command
+        self.p, self.check_mode = params, check_mode
         p = self.p
+        # the site's proxy reaches pip (and the venv's making) as its environment, never its command line
+        self.run_command = proxy.through(run_command, proxy.proxy_env(p.get("proxy")))
         # The site's index URLs (they may hold a password) come as options of their own: Ansible masks their values
         # wherever they would appear in this module's result, and they reach pip through its environment, never argv.
         if p["index_url"] or p["extra_index_urls"]:

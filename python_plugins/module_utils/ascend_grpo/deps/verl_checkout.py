@@ -24,7 +24,7 @@ import sys
 import time
 import zipfile
 
-from ..common import secrets
+from ..common import proxy, secrets
 from . import pins, pip_runner, tarball_proof
 from ..common.errors import StageFailure
 
@@ -393,15 +393,19 @@ class ModuleFailure(StageFailure):
 
 
 def source_credentials(p):
-    """A repository's or a tarball's password in the ``verl_source`` module's ``source`` and ``site``: for its
-    ``no_log_values``, so they are out of everything returned, the echo of the arguments included."""
-    return list(secrets.credentials_in(p["source"])) + list(secrets.credentials_in(p["site"]))
+    """A repository's or a tarball's password in the ``verl_source`` module's ``source`` and ``site``, and the
+    proxy's: for its ``no_log_values``, so they are out of everything returned, the echo of the arguments
+    included."""
+    return list(secrets.credentials_in(p["source"])) + list(secrets.credentials_in(p["site"])) + list(
+        proxy.hidden_values(p.get("proxy")))
 
 
 def source_step(p, check_mode, run_command):
     """One call of the ``verl_source`` module (``p``: its arguments): the result for ``exit_json``, or
     ModuleFailure. ``run_command``: ``module.run_command`` or one of its shape (an environment goes in as its
-    ``environ_update``); pip runs with ``p["python"]``, else this Python."""
+    ``environ_update``); pip runs with ``p["python"]``, else this Python. The proxy (``p["proxy"]``) reaches git
+    and pip as their environment; one that cannot be used raises ``common.proxy.ProxyError`` before anything runs."""
+    run_command = proxy.through(run_command, proxy.proxy_env(p.get("proxy")))
 
     def run(argv, env=None):
         return run_command(argv, environ_update=env or {})
