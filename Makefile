@@ -11,7 +11,7 @@ VERL_COMMIT := 634bd9352bfd21df3abab2dcfb86deb91f04c1ba
 GRPO_VERL_TARBALL ?= $(wildcard $(abspath $(CURDIR)/../shared/upstream/verl-$(VERL_COMMIT).tar.gz))
 export GRPO_VERL_TARBALL
 
-.PHONY: venv test-venv demo demo-multi test beside check lint unit integration sim-image molecule bench clean-sim
+.PHONY: venv test-venv demo demo-multi demo-offline test beside check lint unit integration sim-image molecule bench clean-sim
 
 # The controller: ansible-core, ansible (community.docker), requests and this package; what `make demo` and real
 # use need. pip's own output shows the progress. ansible-core 2.19 needs Python 3.11 or newer: an older python3 (the
@@ -65,6 +65,16 @@ demo-multi: venv
 	ansible-playbook playbooks/sim_sources.yml -i inventories/sim-multi -e sim_sources_alone=true
 	ansible-playbook site.yml -i inventories/sim-multi --skip-tags eval
 	ansible-playbook playbooks/sim_wait.yml -i inventories/sim-multi
+
+# The simulated host with no network (inventories/sim-offline), after make demo: an offline bundle exported on this
+# machine (--tags export, from the demo's sources and download cache), then the whole chain from it in a container on
+# Docker's none network, as a 910B with no link runs it (docs/offline.md).
+demo-offline: venv
+	ansible-playbook site.yml -i inventories/sim-offline --tags export
+	ansible-playbook playbooks/sim_host.yml -i inventories/sim-offline
+	ansible-playbook site.yml -i inventories/sim-offline
+	ansible-playbook playbooks/sim_wait.yml -i inventories/sim-offline
+	ansible-playbook site.yml -i inventories/sim-offline --tags eval
 
 # make test: the sim image, then molecule's scenarios (make molecule: multinode beside default's verify) with the other
 # tests beside them (make beside: the lint and the unit tests, then the integration tests). Molecule waits mostly on
@@ -162,6 +172,7 @@ bench: test-venv
 	$(BIN)/python benchmarks/container_converge.py
 
 clean-sim:
-	-docker rm -f qwen-grpo-sim qwen-grpo-molecule qwen-grpo-sim-a qwen-grpo-sim-b qwen-grpo-mol-sim-a qwen-grpo-mol-sim-b
+	-docker rm -f qwen-grpo-sim qwen-grpo-molecule qwen-grpo-sim-a qwen-grpo-sim-b qwen-grpo-mol-sim-a qwen-grpo-mol-sim-b \
+	  qwen-grpo-sim-offline qwen-grpo-mol-offline
 	-docker network rm grpo-sim-net grpo-sim-mol-net
 	rm -rf /var/tmp/grpo-sim
