@@ -18,7 +18,7 @@ def _assets_preflight_problems(**over):
     import jinja2.nativetypes
 
     with open(os.path.join(ROOT, "roles", "assets", "tasks", "preflight.yml"), encoding="utf-8") as handle:
-        first = yaml.safe_load(handle)[0]
+        first = [task for task in yaml.safe_load(handle) if task["name"].startswith("Preflight | Check every setting")][0]
     with open(os.path.join(ROOT, "roles", "assets", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
     env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
@@ -27,8 +27,10 @@ def _assets_preflight_problems(**over):
                        from_yaml=yaml.safe_load, settings_problems=common_filters.settings_problems,
                        declared_settings_pattern=common_filters.declared_settings_pattern,
                        zip=lambda a, b: list(zip(a, b)))
+    # grpo_common's values the defaults name (no offline bundle)
     context = dict(grpo_workspace="/data/grpo", grpo_common_python="/usr/bin/python3",
-                   role_path=os.path.join(ROOT, "roles", "assets"))
+                   role_path=os.path.join(ROOT, "roles", "assets"), grpo_offline_bundle="",
+                   grpo_common_bundle_mount="/grpo-bundle", grpo_common_bundle_meta={})
     context.update(defaults, **over)
     for _ in range(3):  # defaults that name other defaults
         context = {k: env.from_string(v).render(context) if isinstance(v, str) and "{{" in v else v
