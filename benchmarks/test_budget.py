@@ -8,9 +8,9 @@ test venv made first); `make check` at most 5 minutes. CI stops at 90 minutes.
 It runs what `make test` runs, phase by phase and in the same order: the test venv (`make test-venv`), the sim
 image, then `make beside` in the background (lint, the unit tests on one process, then the integration tests; it holds
 the engine lock the restart drill waits for) beside molecule's scenarios step by step (molecule's own test sequence:
-destroy, syntax, create, converge, idempotence, verify, destroy): default, and once its converge is done, multinode in
-the background beside default's idempotence and verify (niced, holding the engine lock too), as `make molecule` runs
-them. It prints each phase's time and how many of the machine's cores were busy during it, the background parts' own
+destroy, syntax, create, converge, idempotence, verify, destroy): default, and once its converge is done, multinode
+then offline (no idempotence step) in the background beside default's idempotence and verify (niced, holding the
+engine lock too), as `make molecule` runs them. It prints each phase's time and how many of the machine's cores were busy during it, the background parts' own
 times, the total (wall time) against the budget, and the cores' busy time over the whole run: the work, which no
 arrangement of the phases can fit in less than busy / cores. A failing phase stops the run (its output's tail is
 printed) and the exit status is 1; over budget, 2.
@@ -66,17 +66,20 @@ def phases(check):
     rows = [("venv", make + ["test-venv"]), ("sim-image", make + ["sim-image"]),
             ("beside (beside molecule)", make + ["beside"])]
     rows += [("molecule default %s" % step, [molecule, step, "-s", "default"]) for step in SCENARIO_STEPS[:4]]
-    # as `make molecule`: multinode once default's converge kept the seed, niced, beside default's idempotence and
-    # verify, step by step here (one line per step, as make beside prints its parts), its destroy run in any case
-    steps = " ".join(SCENARIO_STEPS[:-1])
-    rows.append(("molecule multinode (beside default's verify)", [
-        "sh", "-c", 'for step in %s; do began=$(date +%%s); nice -n 10 "$0" $step -s multinode; rc=$?; '
-        'echo "== molecule multinode: $step exit status $rc, $(( $(date +%%s) - began )) s"; '
-        '[ $rc -eq 0 ] || break; done; began=$(date +%%s); "$0" destroy -s multinode; '
-        'echo "== molecule multinode: destroy exit status $?, $(( $(date +%%s) - began )) s"; exit $rc'
-        % steps, molecule]))
+    # as `make molecule`: multinode once default's converge kept the seed, then offline (its test sequence has no
+    # idempotence), niced, beside default's idempotence and verify, step by step here (one line per step, as make
+    # beside prints its parts), each scenario's destroy run in any case
+    script = ('for step in %s; do began=$(date +%%s); nice -n 10 "$0" $step -s %s; rc=$?; '
+              'echo "== molecule %s: $step exit status $rc, $(( $(date +%%s) - began )) s"; '
+              '[ $rc -eq 0 ] || break; done; began=$(date +%%s); "$0" destroy -s %s; '
+              'echo "== molecule %s: destroy exit status $?, $(( $(date +%%s) - began )) s"; [ $rc -eq 0 ]')
+    multinode = script % (" ".join(SCENARIO_STEPS[:-1]), "multinode", "multinode", "multinode", "multinode")
+    offline = script % (" ".join(s for s in SCENARIO_STEPS[:-1] if s != "idempotence"), "offline", "offline",
+                        "offline", "offline")
+    rows.append(("molecule multinode and offline (beside default's verify)", [
+        "sh", "-c", '(%s); m=$?; (%s); o=$?; exit $((m | o))' % (multinode, offline), molecule]))
     rows += [("molecule default %s" % step, [molecule, step, "-s", "default"]) for step in SCENARIO_STEPS[4:]]
-    return rows + [("join molecule multinode", None), ("join beside", None)]
+    return rows + [("join molecule multinode and offline", None), ("join beside", None)]
 
 
 def forget_everything():
@@ -198,7 +201,7 @@ def main(argv):
         if "(beside" in name:
             key = name.split(" (")[0]
             lock = None
-            if key in ("beside", "molecule multinode"):
+            if key in ("beside", "molecule multinode and offline"):
                 # as `make test`: holding the engine lock shared (molecule's restart drill waits for it)
                 lock = open(os.environ.get("GRPO_ENGINE_LOCK", "/var/tmp/grpo-engine.lock"), "w", encoding="utf-8")
                 fcntl.flock(lock, fcntl.LOCK_SH)
