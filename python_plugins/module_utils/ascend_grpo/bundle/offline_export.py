@@ -28,7 +28,7 @@ import sys
 import tempfile
 import urllib.request
 
-from ..common import runner
+from ..common import runner, workspace
 from ..common.errors import FieldError, StageFailure
 from ..deps import pins, pip_runner, tarball_proof
 
@@ -341,14 +341,6 @@ def hub_snapshot(spec, dest, field, token=None, check_mode=False):
             "bytes": sum(os.path.getsize(f) for f in files)}
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def export_sample(dest, file="", url="", sha256="", check_mode=False, opener=urllib.request.urlopen):
     """The guide's sample into ``dest``: ``file`` (here: the sample's tokenizer_config.json or its folder's git
     archive) copied as it is, or ``url`` downloaded and proven by ``sha256`` (the file the assets stage proves
@@ -369,7 +361,7 @@ def export_sample(dest, file="", url="", sha256="", check_mode=False, opener=url
     if not _NAME.match(name):
         raise ExportError("sample", "{sample}: %r is no file name to keep the sample as" % name)
     out = os.path.join(dest, name)
-    if os.path.isfile(out) and _sha256(out) == sha256.lower():
+    if os.path.isfile(out) and workspace.sha256_file(out) == sha256.lower():
         return {"path": out, "changed": False}
     if check_mode:
         return {"path": out, "changed": True}
