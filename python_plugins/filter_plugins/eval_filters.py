@@ -1,12 +1,15 @@
-"""The eval stage's filters: the report and the gate.
+"""The eval stage's filters: the report, the gate, and where --tags serve listens.
 
 Filters for the eval stage: the report built by the plain-Python evaluation engine, Python literals for the
 OpenCompass configuration it renders, and whether to evaluate now (run_plan's gate: not while a run holds the cards).
 """
 
+import json
+import shlex
+
 from ascend_grpo.common import errors, rerun
 from ascend_grpo.eval import result_report, result_store
-from ascend_grpo.train import run_plan
+from ascend_grpo.train import run_plan, tracking
 
 # The eval stage's setting for the input the gate names as {field} (run_plan.eval_gate; common.errors).
 GATE_SETTINGS = {"step": "grpo_eval_step"}
@@ -57,6 +60,35 @@ def eval_gate(run, eval_cards, step=0, name="", sources=None, project_dir=None):
     return dict(gate, lines=errors.name_fields(gate["lines"], GATE_SETTINGS))
 
 
+def serve_gate(run, cards, name="", sources=None, project_dir=None):
+    """``{{ run_status | serve_gate(cards, 'project/experiment', ansible_inventory_sources, playbook_dir) }}``:
+    serve or refuse (run_plan.serve_gate: never while a run of the workspace holds the cards the server would use)."""
+    inventory = rerun.inventory_args([str(s) for s in sources or []], str(project_dir) if project_dir else None)
+    return run_plan.serve_gate(_plain(run) if run else None, _plain(cards), str(name or ""),
+                               lambda tags: rerun.command(tags, inventory))
+
+
+def serve_bind(asked, network, container_address):
+    """``{{ grpo_eval_serve_host | serve_bind(network, address) }}``: where vLLM's server listens, {"address",
+    "reason"} or {"problem"}, by TensorBoard's rules (tracking.tensorboard_bind: never every interface, as neither
+    has a login), naming grpo_eval_serve_host."""
+    address, why = tracking.tensorboard_bind(asked, network, container_address)
+    why = why.replace("TensorBoard", "the server").format(host="grpo_eval_serve_host")
+    return {"address": address, "reason": why} if address else {"problem": why}
+
+
+def serve_view(address, port, ssh_host, model, inventory=""):
+    """``{{ address | serve_view(port, ssh_host, served_name, grpo_common_inventory_args) }}``: the server's URL, the
+    ssh line that reaches it from a laptop, a request to try there, and the --tags stop line."""
+    port = int(port)
+    url = "http://%s:%d" % (address, port)
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "What is 7 * 8?"}]})
+    return {"url": url, "ssh": "ssh -N -L %d:%s:%d %s" % (port, address, port, ssh_host),
+            "try": "curl -s http://localhost:%d/v1/chat/completions -H 'Content-Type: application/json' -d %s"
+                   % (port, shlex.quote(body)),
+            "stop": rerun.command("stop", inventory)}
+
+
 def eval_reports_to_write(reports, folder, name):
     """``{{ {'md': ..., 'json': ...} | eval_reports_to_write(folder, name) }}``: the extensions whose file in
     ``folder`` (on the controller, where filters run) does not hold its text yet; empty on a converged rerun, when
@@ -74,4 +106,7 @@ class FilterModule:
             "eval_report_markdown": eval_report_markdown,
             "eval_gate": eval_gate,
             "eval_reports_to_write": eval_reports_to_write,
+            "serve_gate": serve_gate,
+            "serve_bind": serve_bind,
+            "serve_view": serve_view,
         }

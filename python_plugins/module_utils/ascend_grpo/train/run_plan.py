@@ -253,3 +253,24 @@ def eval_gate(run, eval_cards, step=0, name="", command=None):
         out["lines"] = ["No run of this workspace's train stage is recorded: evaluating the checkpoints in %s."
                         % ((run.get("checkpoints") or {}).get("dir") or "the checkpoint folder")]
     return out
+
+
+def serve_gate(run, serve_cards, name="", command=None):
+    """Whether ``--tags serve`` may start vLLM's server now: never while a run of the workspace goes on the cards
+    the server would use (``serve_cards``; a launch recorded before its cards were may hold any of them). Returns
+    ``{"action": serve|refuse, "lines"}``, the lines saying where the run is and what to run."""
+    command = command or rerun.command
+    run = run or {}
+    run_cards = card_list((run.get("last_launch") or {}).get("cards"))
+    serve_cards = card_list(serve_cards)
+    shared = sorted(set(run_cards) & set(serve_cards), key=lambda c: (len(c), c)) if run_cards else list(serve_cards)
+    if not run.get("running") or not (shared or not serve_cards):
+        return {"action": "serve", "lines": [], "shared_cards": shared}
+    label = "The run %s" % name if name else "The run"
+    cards = ("card id%s %s" % ("s" if len(shared) > 1 else "", ", ".join(shared))) if shared else "the cards"
+    return {"action": "refuse", "shared_cards": shared, "lines": [
+        "%s is going: %s (pid %s)." % (label, _where(run), run.get("pid")),
+        "It holds %s, which the server would use: nothing is served while it goes (the server would share the "
+        "card with the training and could run either out of memory), and nothing changed." % cards,
+        "Watch it: %s; once it has finished, run %s again." % (command("status"), command("serve")),
+        "To serve sooner, stop it first: %s (a later launch resumes from its newest checkpoint)." % command("stop")]}
