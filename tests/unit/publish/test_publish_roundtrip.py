@@ -145,7 +145,7 @@ def test_step_choice(tmp_path):
     assert model_publish.pick_step(str(tmp_path / "eval"), "p-e", 2)[0] == 2
     with pytest.raises(errors.FieldError) as missing:
         model_publish.pick_step(str(tmp_path / "eval"), "p-e", 5, "-i inventories/sim")
-    assert missing.value.field == "step" and "grpo_eval_step=5" in missing.value.msg and "2, 10" in missing.value.msg
+    assert missing.value.field == "step" and "-e {eval_step}=5" in missing.value.msg and "2, 10" in missing.value.msg
     (tmp_path / "merged" / "global_step_10" / "config.json").write_text("{}")  # changed since its merge
     os.utime(tmp_path / "merged" / "global_step_10" / "config.json", ns=(1, 1))
     with pytest.raises(errors.FieldError) as changed:

@@ -52,6 +52,12 @@ def evaluated_steps(eval_dir, run_name):
     return found
 
 
+def _eval_command(inventory, step):
+    """The command that merges and evaluates ``step`` (the eval stage's step setting is the option ``eval_step``,
+    there only to be named)."""
+    return "%s -e {eval_step}=%d" % (rerun.command("eval", inventory), step)
+
+
 def pick_step(eval_dir, run_name, step=0, inventory=""):
     """The step to publish, its report and its merged folder: ``step`` (0: the newest evaluated one). Refused
     (PublishFieldError on ``step``) when it was not evaluated, or when its merged folder is not the one evaluated."""
@@ -65,11 +71,11 @@ def pick_step(eval_dir, run_name, step=0, inventory=""):
         raise PublishFieldError("step", "step %d of the run %s was not evaluated (evaluated: %s). Set {step} to one "
                                 "of those, or evaluate it first: %s" % (
                                     chosen, run_name, ", ".join(map(str, sorted(reports))),
-                                    rerun.command("eval", inventory, ["-e", "grpo_eval_step=%d" % chosen])))
+                                    _eval_command(inventory, chosen)))
     report = reports[chosen]
     merged = (report.get("checkpoint") or {}).get("merged") or ""
     record = workspace.read_json(os.path.join(merged, checkpoint_pick.MERGE_MANIFEST)) if merged else None
-    fix = rerun.command("eval", inventory, ["-e", "grpo_eval_step=%d" % chosen])
+    fix = _eval_command(inventory, chosen)
     if not isinstance(record, dict) or int(record.get("step", -1)) != chosen:
         raise PublishFieldError("step", "step %d's merged folder %s is missing or holds another merge: merge and "
                                 "evaluate it again: %s" % (chosen, merged or "(none in its report)", fix))
