@@ -8,7 +8,7 @@ for the container stage's check before anything changes.
 """
 
 from ascend_grpo.common import errors, rerun
-from ascend_grpo.train import overrides, run_plan, status_view, tracking
+from ascend_grpo.train import doctor, lease, overrides, run_plan, status_view, tracking
 from ascend_grpo.train import run_size
 
 # The train stage's setting for each input the engines below name as {field} (common.errors): the filters are this
@@ -25,6 +25,9 @@ OWNED_SETTINGS = {"overrides": "grpo_train_overrides", "profiles": "grpo_train_p
                   "trust_remote_code": "grpo_trust_remote_code", "visible_devices": "npu_container_visible_devices"}
 # what would raise a run's total, and the switch that launches a finished run again (run_plan.launch_plan)
 LAUNCH_SETTINGS = {"overrides": "grpo_train_overrides", "relaunch": "grpo_train_relaunch"}
+# the instance's lease (train.lease): its settings, and the user's that would set what it sets
+LEASE_SETTINGS = {"lease_end": "grpo_train_lease_end", "lease_margin": "grpo_train_lease_margin",
+                  "env": "grpo_train_env", "overrides": "grpo_train_overrides"}
 
 
 def _named(value, names):
@@ -181,6 +184,39 @@ def train_launch_plan(before, override_map, script_sha1, relaunch=False):
     return dict(plan, message=_named(plan["message"], LAUNCH_SETTINGS))
 
 
+def train_lease(setting, margin, last=None, now=None):
+    """``{{ grpo_train_lease_end | train_lease(grpo_train_lease_margin, last_launch.lease) }}``: the lease this pass
+    uses (lease.resolve: a duration keeps the last launch's end while it is the same and not passed), {} without."""
+    try:
+        return lease.resolve(setting, int(margin),
+                             _plain(last or {}), now)
+    except lease.LeaseError as err:
+        raise ValueError(_named(str(err), LEASE_SETTINGS))
+
+
+def train_lease_layers(resolved, cluster=False):
+    """``{{ grpo_train_lease | train_lease_layers(grpo_common_cluster_enabled) }}``: ``{env, overrides}``, the layers
+    the lease adds to the run's (lease.layers); the end stays a string, as Ray wants an environment variable."""
+    return lease.layers(_plain(resolved or {}), bool(cluster))
+
+
+def train_lease_problems(resolved, user_env, user_overrides, override_map, now=None):
+    """``{{ grpo_train_lease | train_lease_problems(grpo_train_env, grpo_train_overrides, grpo_train_override_map) }}``:
+    why the run cannot take the lease (lease.problems), each naming the settings."""
+    user_map = overrides.override_map(_plain(user_overrides or {})) if user_overrides else {}
+    return [_named(problem, LEASE_SETTINGS) for problem in
+            lease.problems(_plain(resolved or {}), _plain(user_env or {}), user_map, _plain(override_map or {}), now)]
+
+
+def train_lease_doctor(resolved, before=None, total=None, now=None):
+    """``{{ grpo_train_lease | train_lease_doctor(status, total) }}``: the doctor's lines for the lease (a warn row when
+    it ends before the run can finish, a pass row otherwise; none without a lease): lease.doctor_row_of."""
+    row = lease.doctor_row_of(_plain(resolved or {}), _plain(before or {}), total, now)
+    if row is None:
+        return []
+    return doctor.lines([dict(row, fix=_named(row["fix"], LEASE_SETTINGS))])
+
+
 def _plain(value):
     """Ansible's wrapped values as plain Python ones."""
     if isinstance(value, dict):
@@ -228,4 +264,8 @@ class FilterModule:
             "train_profile_owned": train_profile_owned,
             "run_disk_gib": run_disk_gib,
             "run_disk_why": run_disk_why,
+            "train_lease": train_lease,
+            "train_lease_layers": train_lease_layers,
+            "train_lease_problems": train_lease_problems,
+            "train_lease_doctor": train_lease_doctor,
         }

@@ -182,6 +182,16 @@ last_launch:
   returned: always
   type: dict
   sample: {script_sha1: 3f2a..., pid: 4242, started_at: "2026-12-03T10:00:00+0000", profile: npu-single, cards: "0"}
+lease:
+  description: >-
+    The instance's lease the last launch recorded (grpo_train_lease_end): its end (epoch seconds), the seconds left
+    (negative once it passed), whether the ETA plus a save fits (null while the ETA is unknown), the steps verl
+    saved at because the lease was ending (its "Force saving checkpoint" line), and the line the status shows.
+    Null without a lease.
+  returned: always
+  type: dict
+  sample: {end: 1896253200, left_s: 5400, fits: true, saves: [], setting: 8h,
+           line: "ends 2030-02-02 01:00:00 UTC (...), 1:30:00 left; the run's ETA 0:40:00 fits"}
 launch_overrides:
   description: >-
     The override words of the last launch, from the run folder's history (C(launches.jsonl), its last line), as

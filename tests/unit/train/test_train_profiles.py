@@ -79,7 +79,8 @@ def render(profiles, user=None, cluster=None):
 def cluster_layer(nnodes, cards):
     """The layer tasks/compose.yml adds with several hosts, read from the task file, its counts filled in."""
     with open(os.path.join(ROLE, "tasks", "compose.yml"), encoding="utf-8") as handle:
-        layer = yaml.safe_load(handle)[0]["vars"]["_grpo_train_cluster"]
+        (layer,) = [task["vars"]["_grpo_train_cluster"] for task in yaml.safe_load(handle)
+                    if "_grpo_train_cluster" in task.get("vars", {})]
     layer["trainer"] = {"nnodes": nnodes, "n_gpus_per_node": cards}
     return layer
 

@@ -109,7 +109,7 @@ def test_start_up_only():
     text = text[:text.index("Error executing job")]
     parsed = run_log.parse(text)
     assert parsed == {"steps": [], "validations": [], "total_steps": 2, "batches_per_epoch": 6, "total_epochs": 1,
-                      "resumed_from": None, "checkpoints_saved": [],
+                      "resumed_from": None, "checkpoints_saved": [], "lease_saves": [],
                       "final_validation": None, "finished": False, "validating": False, "error": None,
                       "traceback_tail": None, "first_error": None}
     status = status_view.summary(parsed)
@@ -120,7 +120,7 @@ def test_empty_log():
     parsed = run_log.parse("")
     assert parsed == {"steps": [], "validations": [], "total_steps": None, "batches_per_epoch": None,
                       "total_epochs": None,
-                      "resumed_from": None, "checkpoints_saved": [],
+                      "resumed_from": None, "checkpoints_saved": [], "lease_saves": [],
                       "final_validation": None, "finished": False, "validating": False, "error": None,
                       "traceback_tail": None, "first_error": None}
     status = status_view.summary(parsed)

@@ -360,6 +360,12 @@ def _sha256_problem(setting, value):
     return "%s (%r) must be a sha256: 64 hexadecimal digits (sha256sum FILE prints it)" % (setting, value)
 
 
+def _lease_problem(setting, value):
+    """An instance's lease end: an ISO 8601 time with its zone, epoch seconds or a duration (train.lease)."""
+    from ..train import lease  # the train stage's engine reads it; no import of a stage at this module's load
+    return lease.setting_problem(setting, value)
+
+
 _SCP = re.compile(r"[A-Za-z0-9_.-]+@[A-Za-z0-9.-]+:[A-Za-z0-9_.~/-]+")
 _SIZE = re.compile(r"[0-9]+[bkmgBKMG]?")
 _ONE = {
@@ -378,6 +384,7 @@ _ONE = {
     "secret": _secret_problem,
     "size": _size_problem,
     "sha256": _sha256_problem,
+    "lease": _lease_problem,
     "count": lambda setting, value, minimum=0, maximum=None: count_problem(setting, value, minimum, maximum),
     "port": lambda setting, value, minimum=1: port_problem(setting, value, minimum),
     # a git commit, branch or tag, a hub revision, a release: letters, digits, '.', '_', '-', '+' and '/'

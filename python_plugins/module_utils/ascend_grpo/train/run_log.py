@@ -57,6 +57,8 @@ _LOADED = re.compile(r"Load from checkpoint folder: .*global_step_(\d+)/?\s*$")
 _SET_STEP = re.compile(r"Setting global step to (\d+)")
 _SAVED = re.compile(r"local_global_step_folder: .*global_step_(\d+)/?\s*$")
 _FINAL_VALIDATION = "Final validation metrics:"
+# printed before a save the instance's lease forced (verl's ray_trainer.py, fit; train/lease.py)
+FORCE_SAVE = "Force saving checkpoint: ESI instance expiration approaching."
 # verl's _validate prints this before it generates each validation batch (ray_trainer.py at 634bd935)
 _VALIDATION_BATCH = "test_gen_batch meta info:"
 _TRACEBACK = "Traceback (most recent call last):"
@@ -247,6 +249,9 @@ def parse(text):
     - ``total_epochs``: ``trainer.total_epochs`` from the config verl prints at start, or None;
     - ``resumed_from``: N of the last "Load from checkpoint folder: .../global_step_N" (or "Setting global step
       to N"), or None for a run trained from scratch;
+    - ``lease_saves``: the steps verl saved at because the instance's lease was ending (:data:`FORCE_SAVE`, then
+      the save's "local_global_step_folder" line naming the step; a log that ends between them: the step after the
+      last logged one), each once;
     - ``checkpoints_saved``: steps of the "local_global_step_folder: .../global_step_N" lines, each once, the
       latest save last;
     - ``final_validation``: what "Final validation metrics: ..." printed, as a literal (a dict, None) where
@@ -265,13 +270,14 @@ def parse(text):
     """
     steps = []
     result = {"steps": steps, "validations": [], "total_steps": None, "batches_per_epoch": None, "total_epochs": None,
-              "resumed_from": None, "checkpoints_saved": [],
+              "resumed_from": None, "checkpoints_saved": [], "lease_saves": [],
               "final_validation": None, "finished": False, "validating": False, "error": None,
               "traceback_tail": None, "first_error": None}
     open_tracebacks = {}  # source -> the _Traceback its lines are in
     tracebacks = []  # in the order they start
     previous = {}  # source -> its previous line
     validation = None  # (source, lines) of a final validation line wrapped by pprint, until it closes
+    lease_save = False  # a forced save announced, its step not yet named
 
     for source, line in _lines(text):
         last_line = previous.get(source, "")
@@ -295,6 +301,9 @@ def parse(text):
             current = _Traceback(logged=bool(_ERROR_RECORD.match(last_line)))
             open_tracebacks[source] = current
             tracebacks.append(current)
+            continue
+        if FORCE_SAVE in line:
+            lease_save = True
             continue
         if _VALIDATION_BATCH in line:
             result["validating"] = True
@@ -331,7 +340,15 @@ def parse(text):
             if number in saved:
                 saved.remove(number)
             saved.append(number)
+            if lease_save:
+                lease_save = False
+                if number not in result["lease_saves"]:
+                    result["lease_saves"].append(number)
 
+    if lease_save:  # the log ends before the save named its step: the one after the last logged
+        number = (steps[-1]["step"] if steps else (result["resumed_from"] or 0)) + 1
+        if number not in result["lease_saves"]:
+            result["lease_saves"].append(number)
     if validation is not None:  # the log ends inside the wrapped final validation line
         result["final_validation"] = _validation(validation[1], complete=True)
     fatal = [tb for tb in tracebacks if tb.exceptions and not tb.logged]
@@ -358,11 +375,12 @@ def merge(segments):
     after that step (a timeline abandoned when the run stopped after its last save), and its own steps replace
     any at or after them (:func:`_add`). State (``finished``, ``error``, ...) is the last segment's; counts it did
     not log (``total_steps``, ``batches_per_epoch``, ``total_epochs``) come from the newest segment that did.
-    ``segments`` (int) says how many logs were read; ``checkpoints_saved`` is every segment's, in order.
+    ``segments`` (int) says how many logs were read; ``checkpoints_saved`` and ``lease_saves`` are every segment's, in order.
     """
     if not segments:
         return dict(parse(""), segments=0)
-    merged = dict(segments[-1], steps=[], validations=[], checkpoints_saved=[], segments=len(segments))
+    merged = dict(segments[-1], steps=[], validations=[], checkpoints_saved=[], lease_saves=[],
+                  segments=len(segments))
     for segment in segments:
         if segment.get("resumed_from") is not None:
             _add(merged["steps"], segment["resumed_from"] + 1, None)
@@ -375,6 +393,9 @@ def merge(segments):
             if number in merged["checkpoints_saved"]:
                 merged["checkpoints_saved"].remove(number)
             merged["checkpoints_saved"].append(number)
+        for number in segment.get("lease_saves", []):
+            if number not in merged["lease_saves"]:
+                merged["lease_saves"].append(number)
         for key in ("total_steps", "batches_per_epoch", "total_epochs"):
             if segment.get(key) is not None:
                 merged[key] = segment[key]

@@ -15,7 +15,7 @@ import time
 
 from ..common import jobs, secrets, workspace
 from ..eval import checkpoint_pick
-from . import run_log, run_spec, status_view, triage
+from . import lease, run_log, run_spec, status_view, triage
 
 
 def checkpoints(path):
@@ -169,6 +169,9 @@ def look(p):
                                                job.get("exit_status"), free, values, inventory=p["inventory"])
             if problem:  # the fix's "now" values are unknown, not verl's defaults
                 result["triage"]["fix"] += " (the run's values are not known: %s)" % problem
+    # the lease the last launch recorded (lease.resolve): its end, the time left, whether the ETA fits, its saves
+    result["lease"] = lease.status(result["last_launch"].get("lease"), now=time.time(), eta_s=summary.get("eta_s"),
+                                   running=job["running"], saves=history.get("lease_saves") or [])
     result["validating"] = bool(job["running"] and parsed.get("validating"))
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]

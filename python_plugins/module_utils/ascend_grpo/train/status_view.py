@@ -259,7 +259,9 @@ def render_table(rows):
     watch, "score@step"), CKPT (latest saved step), then RAY (a cluster node in Ray's view, a str) and NPU when any
     row has one; "-" for an unknown value. A row is followed by indented lines when it has them: ``step time:
     ...`` (:func:`split_text`, then the actor's MFU and the device allocator's peak memory), ``validation: best
-    0.375@4 of 3 logged (<metric>)``, ``tensorboard: ...`` (where its events are and how to see them);
+    0.375@4 of 3 logged (<metric>)``, ``lease: ...`` (the instance's lease: its end, the time left, whether the
+    ETA fits, the steps it made verl save at: lease.status), ``tensorboard: ...`` (where its events are and how to
+    see them);
     ``error: ...``, ``why: ...`` and ``fix: ...`` for a failure (the last two when the triage catalogue knows it). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
@@ -281,6 +283,8 @@ def render_table(rows):
             out.append("    validation: best %s of %d logged (%s)" % (
                 _at_cell(row.get("best_val_score"), row.get("best_val_step")), row.get("validations") or 0,
                 row["val_metric"]))
+        if row.get("lease"):
+            out.append("    lease: %s" % _job_text(row["lease"]["line"]))
         if row.get("tensorboard"):
             out.append("    tensorboard: %s" % _job_text(row["tensorboard"]))
         if row.get("error"):
