@@ -30,12 +30,15 @@ import re
 import shutil
 import stat
 import sys
+import time
 
 from ansible import constants as C
 from ansible import release
 from ansible.plugins.callback import CallbackBase
 
 KEEP = 3
+# a folder a run started with this recently may be in use (a long playbook of another checkout): kept
+BUSY_S = 86400
 FOLDER = "grpo_module_cache"
 _FINGERPRINT = re.compile(r"^[0-9a-f]{32}$")
 
@@ -93,9 +96,12 @@ def fingerprint(module_paths, module_utils_paths, collection_paths):
     return digest.hexdigest()[:32]
 
 
-def prune(root, keep=KEEP, current=None):
-    """Remove all but the ``keep`` newest fingerprint folders in ``root`` (``current`` always stays). Only real
-    folders whose name is 32 hexadecimal characters are considered; nothing else in ``root`` is touched."""
+def prune(root, keep=KEEP, current=None, busy_s=BUSY_S, now=None):
+    """Remove all but the ``keep`` newest fingerprint folders in ``root`` (``current`` always stays, and so does any
+    folder a run started with in the last ``busy_s`` seconds: another checkout's playbook, running beside this one,
+    still loads its payloads from it). Only real folders whose name is 32 hexadecimal characters are considered;
+    nothing else in ``root`` is touched."""
+    now = time.time() if now is None else now
     found = []
     for name in os.listdir(root):
         path = os.path.join(root, name)
@@ -106,8 +112,8 @@ def prune(root, keep=KEEP, current=None):
             found.append((info.st_mtime_ns, name))
     found.sort(reverse=True)
     removed = []
-    for _, name in found[keep:]:
-        if name != current:
+    for mtime_ns, name in found[keep:]:
+        if name != current and now - mtime_ns / 1e9 > busy_s:
             shutil.rmtree(os.path.join(root, name))
             removed.append(name)
     return removed

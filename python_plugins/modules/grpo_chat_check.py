@@ -31,7 +31,7 @@ options:
     type: path
     required: true
   count:
-    description: How many problems.
+    description: How many problems (0 only waits for the server).
     type: int
     default: 3
   max_tokens:
@@ -83,7 +83,9 @@ answers:
   type: list
   elements: dict
 summary:
-  description: Problems asked, the sum of their scores, the seconds and the tokens a second.
+  description: >-
+    The seconds the server took to answer, the longest context it serves (max_model_len), the problems asked, the
+    sum of their scores, the seconds and the tokens a second.
   returned: always
   type: dict
 lines:

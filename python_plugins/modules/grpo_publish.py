@@ -16,13 +16,22 @@ description:
   - A repository that exists without the marker C(.grpo-publish.json) was not made by this module and is refused
     unless I(allow_foreign). The marker goes up first, alone, so an upload cut off later is resumed by the next run
     (LFS objects the server holds are not sent again).
-  - The token is never an option. huggingface_hub reads it from the environment (C(HF_TOKEN)); set C(HF_ENDPOINT)
-    to I(endpoint) as well, and C(HF_HUB_DISABLE_XET=1) to upload over plain LFS.
+  - The token is an option that is never logged (C(token)); it reaches huggingface_hub in this process, never a
+    command line or the environment of another process. The module sets C(HF_ENDPOINT) to I(endpoint),
+    C(HF_HUB_DISABLE_XET=1) (plain LFS) and I(env) (a proxy) in its own process before huggingface_hub loads.
   - Supports check mode (says what it would upload, uploads nothing) and diff.
 extends_documentation_fragment:
   - grpo_inventory
   - grpo_setting_names
 options:
+  token:
+    description: A token with write access to I(repo_id) (never logged).
+    type: str
+    default: ""
+  env:
+    description: Environment for huggingface_hub in this process (the site's proxy); never logged.
+    type: dict
+    default: {}
   eval_dir:
     description: The eval stage's folder (its reports are in C(reports/)).
     type: path
@@ -82,10 +91,7 @@ EXAMPLES = r"""
     eval_dir: /data/grpo/eval
     run_name: verl_grpo_example_math-qwen2_5_1_5b_function_rm
     repo_id: me/qwen2.5-1.5b-grpo-math
-  environment:
-    HF_TOKEN: "{{ my_token }}"
-    HF_ENDPOINT: https://huggingface.co
-    HF_HUB_DISABLE_XET: "1"
+    token: "{{ my_token }}"
 """
 
 RETURN = r"""
@@ -117,6 +123,8 @@ record:
   returned: success
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible.module_utils.ascend_grpo.common import errors
@@ -139,10 +147,17 @@ def main():
             eval_step=dict(type="str", default="eval_step"),
             threads=dict(type="int", default=1),
             inventory=dict(type="str", default=""),
+            token=dict(type="str", default="", no_log=True),
+            env=dict(type="dict", default={}, no_log=True),
             setting_names=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
+    # huggingface_hub reads its endpoint (and Xet's switch, the proxy) from the environment once, at import: set in
+    # this process only, never on a command line
+    os.environ.update({str(k): str(v) for k, v in module.params["env"].items()})
+    os.environ["HF_ENDPOINT"] = module.params["endpoint"].rstrip("/")
+    os.environ["HF_HUB_DISABLE_XET"] = "1"
     try:
         import huggingface_hub  # noqa: F401  pylint: disable=unused-import
     except ImportError:

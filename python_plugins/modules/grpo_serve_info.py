@@ -21,6 +21,12 @@ options:
     description: Empty (the newest evaluated step, else the base model), C(base), or a step number.
     type: str
     default: ""
+  model_dir:
+    description: A model folder to serve as it is (the eval stage's model), instead of the pick C(model) makes.
+    type: path
+  name:
+    description: The name the server answers to for C(model_dir).
+    type: str
   base_dir:
     description: The base model's folder.
     type: path
@@ -110,6 +116,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             model=dict(type="str", default=""),
+            model_dir=dict(type="path"),
+            name=dict(type="str"),
             base_dir=dict(type="path", required=True),
             merged_root=dict(type="path", required=True),
             reports_dir=dict(type="path", required=True),

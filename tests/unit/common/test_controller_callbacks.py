@@ -53,6 +53,13 @@ def test_only_the_newest_fingerprint_folders_are_kept_and_nothing_else_is_touche
     assert left == set(others) | {"c" * 32, "1" * 32, "4" * 32, "5" * 32, "6" * 32}
     assert (elsewhere / "precious").read_text() == "mine"
     assert (root / "README.md").read_text() == "keep me"
+    # a folder another checkout's playbook started with an hour ago stays, past the three newest: it may be in use
+    (root / ("7" * 32)).mkdir()
+    for digit in "89a":
+        (root / (digit * 32)).mkdir()
+    os.utime(root / ("7" * 32), (os.path.getmtime(root / ("8" * 32)) - 3600,) * 2)
+    assert sorted(cache.prune(str(root), keep=3, current="8" * 32)) == ["1" * 32, "4" * 32, "5" * 32, "6" * 32]
+    assert (root / ("7" * 32)).is_dir()
 
 
 @pytest.mark.parametrize("home", ["", "relative/home", "."])

@@ -50,7 +50,7 @@ def _report(tmp_path, step, base_acc=43.0, trained_acc=50.0):
 
 @pytest.fixture()
 def hub(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.delenv("HF_TOKEN", raising=False)  # the token reaches the client as the module's option only
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
     with FakeHub(str(tmp_path / "hub"), token=TOKEN) as server:
         # huggingface_hub reads HF_ENDPOINT once, at import (the role sets it for the module's process); its commit
@@ -64,12 +64,12 @@ def _params(tmp_path, hub, **kw):
     return dict({"eval_dir": str(tmp_path / "eval"), "run_name": "p-e", "step": 0, "repo_id": "me/qwen-grpo",
                  "endpoint": hub.url, "private": False, "allow_foreign": False, "inventory": "-i inventories/sim",
                  "base_model": "Qwen/Qwen2.5-1.5B-Instruct", "datasets": ["DigitalLearningGmbH/MATH-lighteval"],
-                 "run_spec": ""}, **kw)
+                 "run_spec": "", "token": TOKEN}, **kw)
 
 
-def _api(hub):
+def _api(hub, token=TOKEN):
     from huggingface_hub import HfApi
-    return HfApi(endpoint=hub.url)
+    return HfApi(endpoint=hub.url, token=token)
 
 
 def test_round_trip_then_nothing(tmp_path, hub):
@@ -127,11 +127,11 @@ def test_cut_off_upload_resumes(tmp_path, hub):
     assert not model_publish.publish(_params(tmp_path, hub), api=_api(hub))["changed"]
 
 
-def test_wrong_token_is_a_failure_without_the_token(tmp_path, hub, monkeypatch):
+def test_wrong_token_is_a_failure_without_the_token(tmp_path, hub):
     _report(tmp_path, 2)
-    monkeypatch.setenv("HF_TOKEN", "hf_wrongwrongwrongwrongwrongwrong")
+    wrong = "hf_wrongwrongwrongwrongwrongwrong"
     with pytest.raises(model_publish.PublishError) as failed:
-        model_publish.publish(_params(tmp_path, hub), api=_api(hub))
+        model_publish.publish(_params(tmp_path, hub, token=wrong), api=_api(hub, wrong))
     assert "hf_wrong" not in failed.value.msg
 
 
@@ -170,3 +170,13 @@ def test_model_card_from_the_report(tmp_path):
     assert "data.train_batch_size: 4" in card and "- max_out_len: `1024`" in card
     # without this run's spec, the launch's overrides
     assert "data.train_batch_size=4" in model_publish.model_card(report, "me/x")
+
+
+def test_the_module_takes_the_token_as_a_hidden_option_and_returns_no_trace_of_it(tmp_path, hub):
+    from grpo_testkit import run_module
+    _report(tmp_path, 2)
+    params = dict(_params(tmp_path, hub), env={"NO_PROXY": "127.0.0.1"})
+    result = run_module("grpo_publish", params)
+    assert result["changed"] and "failed" not in result, result
+    assert TOKEN not in json.dumps(result)
+    assert not run_module("grpo_publish", params)["changed"]

@@ -121,14 +121,20 @@ def _tail(path, lines=15):
 
 
 def wait_ready(url, seconds, job_dir=None, opener=urllib.request.urlopen, clock=time.monotonic, sleep=time.sleep):
-    """Wait until the server answers ``/v1/models`` (its weights are loaded), up to ``seconds``: the seconds it took.
-    A server whose job ended (``<job_dir>/exit``, written by the job's wrapper) fails at once with its log's end."""
+    """Wait until the server answers ``/v1/models`` (its weights are loaded), up to ``seconds``: (the seconds it
+    took, the longest context it serves: vLLM's ``max_model_len`` of its first model, or None). A server whose job
+    ended (``<job_dir>/exit``, written by the job's wrapper) fails at once with its log's end."""
     started = clock()
     while True:
         try:
             with opener(url.rstrip("/") + "/v1/models", timeout=10) as response:
                 if response.status == 200:
-                    return round(clock() - started, 1)
+                    try:
+                        length = (json.loads(response.read().decode("utf-8")).get("data") or [{}])[0] \
+                            .get("max_model_len")
+                    except (ValueError, AttributeError, IndexError):
+                        length = None
+                    return round(clock() - started, 1), length
         except (OSError, ValueError):
             pass
         if job_dir and os.path.exists(os.path.join(job_dir, "exit")):
@@ -146,9 +152,10 @@ def wait_ready(url, seconds, job_dir=None, opener=urllib.request.urlopen, clock=
 
 def check(p, run=runner.run_command, opener=urllib.request.urlopen):
     """The ``grpo_chat_check`` module's work: wait for the server, ask, score, and the lines a person reads."""
-    ready_s = wait_ready(p["url"], p.get("wait_seconds") or 0, p.get("job_dir"), opener=opener)
+    ready_s, max_model_len = wait_ready(p["url"], p.get("wait_seconds") or 0, p.get("job_dir"), opener=opener)
     if not p["count"]:
-        return {"changed": False, "answers": [], "summary": {"problems": 0, "ready_seconds": ready_s}, "lines": []}
+        return {"changed": False, "answers": [], "lines": [],
+                "summary": {"problems": 0, "ready_seconds": ready_s, "max_model_len": max_model_len}}
     rows = problems(p["math_json"], p["count"], p.get("instruction") or math_data.INSTRUCTION)
     asked = []
     for row in rows:
@@ -167,6 +174,6 @@ def check(p, run=runner.run_command, opener=urllib.request.urlopen):
             "%g" % value, item["truth"], (answer[:160] + " ...") if len(answer) > 160 else answer))
     total = sum(i["seconds"] for i in asked)
     tokens = sum(i["completion_tokens"] or 0 for i in asked)
-    summary = {"ready_seconds": ready_s, "problems": len(asked), "score_sum": sum(scores), "seconds": round(total, 3),
+    summary = {"ready_seconds": ready_s, "max_model_len": max_model_len, "problems": len(asked), "score_sum": sum(scores), "seconds": round(total, 3),
                "tokens_per_second": round(tokens / total, 1) if total > 0 else None}
     return {"changed": False, "answers": asked, "summary": summary, "lines": lines}

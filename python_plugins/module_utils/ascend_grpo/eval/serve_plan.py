@@ -146,8 +146,12 @@ def template_sha256(model_dir):
 
 def info(p, run=runner.run_command):
     """The ``grpo_serve_info`` module's work: the pick, the argv, whether the stand-in is needed, the template."""
-    picked = pick(p["model"], p["base_dir"], p["merged_root"], p["reports_dir"], p["report_prefix"],
-                  p.get("eval_command") or "--tags eval")
+    if p.get("model_dir"):  # the eval stage's own model (its vllm-server backend): served as it names it
+        picked = {"kind": "given", "step": None, "model_dir": p["model_dir"], "name": p.get("name") or "model",
+                  "why": "the model the eval stage evaluates"}
+    else:
+        picked = pick(p["model"], p["base_dir"], p["merged_root"], p["reports_dir"], p["report_prefix"],
+                      p.get("eval_command") or "--tags eval")
     if not os.path.isfile(os.path.join(picked["model_dir"], "config.json")):
         raise ServeError("%s has no config.json: not a model folder to serve (%s)" % (picked["model_dir"],
                                                                                      picked["why"]))

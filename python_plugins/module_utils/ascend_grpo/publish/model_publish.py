@@ -11,8 +11,8 @@ ours: refused unless ``allow_foreign``. The marker goes up alone first, so an up
 the next run (huggingface_hub's LFS batch call skips the objects the server holds already).
 
 huggingface_hub is imported when an upload is planned, not at import: the engine's other parts (the card, the
-step) need nothing but the standard library. The token is never an argument here: huggingface_hub reads it from
-the environment (HF_TOKEN), where the role puts it.
+step) need nothing but the standard library. The token reaches huggingface_hub's client in this process (the
+module's option, never logged), never a command line.
 """
 
 import glob
@@ -221,7 +221,7 @@ def publish(p, check_mode=False, api=None):
     sources[MARKER] = marker_text(repo_id).encode()
     if api is None:
         from huggingface_hub import HfApi  # pylint: disable=import-outside-toplevel
-        api = HfApi(endpoint=p["endpoint"].rstrip("/"))
+        api = HfApi(endpoint=p["endpoint"].rstrip("/"), token=p.get("token") or None)
     from huggingface_hub.errors import RepositoryNotFoundError  # pylint: disable=import-outside-toplevel
     from huggingface_hub.hf_api import RepoFile  # pylint: disable=import-outside-toplevel
     endpoint = secrets.mask_url(p["endpoint"])
