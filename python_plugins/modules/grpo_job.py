@@ -123,6 +123,10 @@ command:
   returned: always
   type: list
   elements: str
+elapsed_s:
+  description: Seconds the command ran, once it ended by itself (its exit status written); null before.
+  returned: when the job exists
+  type: float
 started_at:
   description: When the job was launched (ISO 8601 with the host's offset); null when never launched.
   returned: always

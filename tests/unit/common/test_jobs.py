@@ -29,6 +29,13 @@ def test_finished_job_records_exit_status_and_output(tmp_path):
     assert (tmp_path / "echo" / "exit").read_text().strip() == "0"
 
 
+def test_a_job_that_ended_says_how_long_it_ran(tmp_path):
+    assert jobs.start(str(tmp_path), "nap", [sys.executable, "-c", "import time; time.sleep(0.6)"])[1]["elapsed_s"] \
+        is None  # running
+    st = _wait_state(tmp_path, "nap")
+    assert 0.5 <= st["elapsed_s"] < 10
+
+
 def test_failed_job_keeps_its_status_and_traceback(tmp_path):
     jobs.start(str(tmp_path), "boom", [sys.executable, "-c", "raise SystemExit('bad value')"])
     st = _wait_state(tmp_path, "boom")

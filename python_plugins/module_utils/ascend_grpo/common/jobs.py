@@ -137,10 +137,11 @@ def status(state_dir, name, tail_lines=40):
         return {"name": name, "state": "absent", "running": False, "exit_status": None, "log": None, "tail": [],
                 "progress": ""}
     running = _alive(meta)
-    rc = None
+    rc = ended = None
     try:
         with open(os.path.join(job_dir, "exit"), encoding="utf-8") as handle:
             rc = int(handle.read().strip())
+        ended = os.path.getmtime(os.path.join(job_dir, "exit"))
     except (OSError, ValueError):
         pass
     stopped_at = None
@@ -162,7 +163,9 @@ def status(state_dir, name, tail_lines=40):
     lines = [secrets.printable(line, newlines=False) for line in tail(meta["log"], tail_lines)]
     return {"name": name, "state": state, "running": running, "exit_status": rc, "pid": meta.get("pid"),
             "started_at": meta.get("started"), "stopped_at": stopped_at, "command": meta.get("command"), "log": meta["log"], "tail": lines,
-            "progress": lines[-1].strip() if lines else ""}
+            "progress": lines[-1].strip() if lines else "",
+            # how long the command ran, once it ended by itself (a job started by an older version: None)
+            "elapsed_s": round(ended - meta["started_epoch"], 1) if ended and meta.get("started_epoch") else None}
 
 
 def start(state_dir, name, argv, chdir=None, env=None, log=None):
@@ -195,7 +198,8 @@ def start(state_dir, name, argv, chdir=None, env=None, log=None):
                                              " ".join(shlex.quote(a) for a in argv))).encode())
     pid = runner.spawn_detached(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv), child_env)
     meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": pid,
-            "starttime": _proc_starttime(pid), "pidns": _pid_namespace(), "started": workspace.now_iso()}
+            "starttime": _proc_starttime(pid), "pidns": _pid_namespace(), "started": workspace.now_iso(),
+            "started_epoch": time.time()}
     workspace.write_text(os.path.join(job_dir, "job.json"), json.dumps(meta, indent=2), root=job_dir)
     return True, status(state_dir, name)
 
