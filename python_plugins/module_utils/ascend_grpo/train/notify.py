@@ -297,7 +297,7 @@ def main(argv=None, environ=None, opener=None):
         return 0
     if args.event == "ended" and os.path.exists(os.path.join(environ.get("GRPO_JOB_DIR") or "/nonexistent",
                                                              "stopped")):
-        return 0  # stopped on request (--tags stop): the user knows
+        return 0  # stopped on request (the stage's stop action): the user knows
     delivered, line = notify(config, args.event, url, exit_status=getattr(args, "exit_status", None),
                              started=getattr(args, "started", None), opener=opener)
     _log(line, url)
