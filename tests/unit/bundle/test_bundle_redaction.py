@@ -104,9 +104,18 @@ def test_bundle_playbook_passes_the_wandb_key_and_every_secret_named_env_value()
         grpo_train_env={"HF_AUTH": "hub auth", "LANG": "C.UTF-8"}, grpo_eval_env={"MY_PAT": "pat-0001"},
         npu_container_env={"PLAIN": "marked-value", "ASCEND_RT_VISIBLE_DEVICES": "0,1"},
         grpo_bundle_secret_env=["PLAIN"], assets_hub_token="hf-token-value", npu_container_registry_password="",
-        grpo_train_wandb_api_key=WANDB)
+        grpo_train_wandb_api_key=WANDB, grpo_train_notify_url=WEBHOOK)
     assert sorted(ast.literal_eval(rendered.strip())) == sorted(
-        ["hub auth", "pat-0001", "marked-value", "hf-token-value", WANDB])
+        ["hub auth", "pat-0001", "marked-value", "hf-token-value", WANDB, WEBHOOK])
+
+
+def test_the_notifications_webhook_is_taken_out_of_a_bundle():
+    out, count = redacted("posting to %s failed\n" % WEBHOOK, secrets.secret_values([], (), [WEBHOOK]))
+    assert WEBHOOK not in out and "T0000/B0000" not in out and count == 1
+
+
+# a Slack incoming webhook's shape (https://api.slack.com/messaging/webhooks): the path is the secret
+WEBHOOK = "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX"
 
 
 def test_a_wandb_key_given_as_a_setting_is_taken_out():

@@ -56,11 +56,14 @@ def _imports_in_text(source, here="", package_dir=PACKAGE_DIR):
 
 
 def _fetch_yml_engines():
-    """The engines roles/assets/tasks/fetch.yml hands the filter (``{{ [...] | engine_sources(...) }}``)."""
+    """The engines roles/assets/tasks/fetch.yml installs through grpo_common's host_lib (which hands
+    grpo_common_host_lib_files to the engine_sources filter)."""
     with open(os.path.join(ROOT, "roles", "assets", "tasks", "fetch.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    shipping = next(t for t in tasks if "grpo_files" in t and "engine_sources" in str(t))
-    return yaml.safe_load(re.search(r"\{\{\s*(\[[^\]]*\])\s*\|\s*engine_sources", str(shipping)).group(1))
+    shipping = next(t for t in tasks if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "host_lib")
+    with open(os.path.join(ROOT, "roles", "grpo_common", "tasks", "host_lib.yml"), encoding="utf-8") as handle:
+        assert "grpo_common_host_lib_files | engine_sources(grpo_common_state_dir ~ '/lib')" in handle.read()
+    return shipping["vars"]["grpo_common_host_lib_files"]
 
 
 def test_the_written_weights_engine_runs_the_fetch_job_as_fetch_yml_starts_it(tmp_path):

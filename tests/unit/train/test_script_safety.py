@@ -52,7 +52,7 @@ def test_a_run_folder_with_a_command_after_a_newline_stays_in_its_comment(tmp_pa
     text = _environment(os.path.join(ROOT, "roles", "grpo_train", "templates")).get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=["npu-single"], grpo_train_env_scripts=[], grpo_train_env_merged={"A": "1"},
         grpo_train_dir=run_dir, grpo_train_override_list=["trainer.total_epochs=1"], grpo_stack_venv="",
-        grpo_common_python="python3", grpo_common_cluster_enabled=False, grpo_train_loggers=["console"],
+        grpo_common_python="python3", grpo_common_state_dir="/data/grpo/.grpo", grpo_common_cluster_enabled=False, grpo_train_loggers=["console"],
         grpo_train_tracking={"folders": [], "file_dir": None})
     header = _header(text)
     assert "# By hand: bash /data/grpo/runs/x\\x0atouch %s #/run_grpo.sh" % marker in header

@@ -70,7 +70,7 @@ def render(profiles, user=None, cluster=None):
     text = environment.get_template("run_grpo.sh.j2").render(
         grpo_train_profiles=profiles, grpo_train_env_scripts=["/usr/local/Ascend/ascend-toolkit/set_env.sh"],
         grpo_train_env_merged=env, grpo_train_dir="/data/grpo/runs/p/e", grpo_train_override_list=override_list,
-        grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python", grpo_common_cluster_enabled=bool(cluster),
+        grpo_stack_venv=VENV, grpo_common_python=VENV + "/bin/python", grpo_common_state_dir="/data/grpo/.grpo", grpo_common_cluster_enabled=bool(cluster),
         _grpo_train_cluster_handover={"records": {"cluster": cluster}}, grpo_train_loggers=LOGGERS,
         grpo_train_tracking=TRACKING)
     return text, override_list

@@ -5,6 +5,8 @@
   ``https://***@host`` for a user name alone, which is often a token), whatever characters the password holds
   (``/`` and ``@`` included: users write them unescaped), and the values of signature and token query parameters
   (pre-signed URLs: ``X-Amz-Signature``, ``X-Goog-Signature``, ``Signature``, ``sig``, ``token``, ...).
+- :func:`mask_endpoint`: a URL whose path is the secret (a chat webhook's) as its scheme and host only, and
+  :func:`scrub`: a text with such a URL taken out wherever it appears.
 - :func:`has_credentials`: whether a value holds what :func:`mask_url` would mask (a record holding it is 0600).
 - :func:`git_url_env`: a git URL without its credentials, and the environment that hands them to git through a
   credential helper reading that environment (``ps`` shows every user of the host a process's arguments).
@@ -40,6 +42,23 @@ def mask_url(text):
                              != MASK else "%s%s@" % (m.group(1), MASK), text)
     text = _URL_USER.sub(lambda m: "%s%s@" % (m.group(1), MASK), text)
     return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+
+
+def mask_endpoint(url):
+    """A URL whose path and query are the secret (a chat webhook: Slack's ``/services/T../B../<token>``, Feishu's
+    ``/hook/<uuid>``, DingTalk's ``?access_token=``) shown as ``scheme://host[:port]/***``: enough to tell which
+    service it is, nothing that would let someone post to it. Not a URL: ``***``."""
+    match = re.match(r"(?i)^([a-z][a-z0-9+.-]*)://(?:[^/@\s]*@)?([^/?#\s@]+)", str(url or ""))
+    return "%s://%s/%s" % (match.group(1), match.group(2), MASK) if match else MASK
+
+
+def scrub(text, secret):
+    """``text`` with each appearance of ``secret`` (a webhook URL) replaced by :func:`mask_endpoint`'s form of it,
+    then every other URL's credentials masked (:func:`mask_url`)."""
+    text = "" if text is None else str(text)
+    if secret:
+        text = text.replace(str(secret), mask_endpoint(secret))
+    return mask_url(text)
 
 
 def mask_all(value):

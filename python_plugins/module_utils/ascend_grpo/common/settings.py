@@ -314,6 +314,22 @@ def _hub_problem(setting, value, allow_http=False, allow_setting="its allow_http
             % (setting, re.sub(r"(//)[^/@\s]*@", r"\1***@", value), allow_setting))
 
 
+def _webhook_problem(setting, value):
+    """A webhook's URL: http(s)://host/path, one line. Its path or query is a secret (a chat webhook's token), so
+    a problem never shows it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        ok = bool(parts) and parts.scheme in ("https", "http") and bool(parts.hostname) \
+            and not _CONTROL.search(value) and " " not in value
+        ok = ok and (parts.port is None or parts.port > 0)
+    except ValueError:
+        ok = False
+    return None if ok else ("%s is not a webhook URL (its value is not shown: it is a secret): give the address the "
+                            "service gave, https://host/path, e.g. https://hooks.slack.com/services/..." % setting)
+
+
 def _git_problem(setting, value):
     """A git repository: a URL (https, ssh, git, file), user@host:path, or an absolute path."""
     if isinstance(value, str) and _SCP.fullmatch(value):
@@ -382,6 +398,7 @@ _ONE = {
     "profile": _profile_problem,
     "text": _text_problem,
     "secret": _secret_problem,
+    "webhook": _webhook_problem,
     "size": _size_problem,
     "sha256": _sha256_problem,
     "lease": _lease_problem,
