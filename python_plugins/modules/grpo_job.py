@@ -150,7 +150,8 @@ jobs:
   type: list
   elements: dict
 said:
-  description: With C(name=*), one line per job for a person (C(tensorboard: stopped (pid 812)), C(weights: was not
+  description: >-
+    With C(name=*), one line per job for a person (C(tensorboard: stopped (pid 812)), C(weights: was not
     running (finished))), or one saying the folder holds no job.
   returned: with name=*
   type: list
