@@ -10,13 +10,16 @@ Filters: ``npu-smi info`` text -> parsed table, for tasks that read npu-smi from
 numbers as the CANN runtime of a training environment counts them.
 
 Filter: what a look at the host's images says of the image after a pull (or a load) that ran out of time.
+
+Filters: whether --tags teardown may remove the image, and what it did on a host (what it freed, the command that
+brings it back), over the plain-Python engine ascend_grpo.container.teardown_plan.
 """
 
 from ansible.errors import AnsibleFilterError
 
 from ascend_grpo.common import errors
 from ascend_grpo.container import container_access as _engine
-from ascend_grpo.container import host_checks, npu_smi
+from ascend_grpo.container import host_checks, npu_smi, teardown_plan
 
 # This package's connection plugin (python_plugins/connection_plugins/grpo_container.py): docker through the NPU
 # host's own login. Named here, not in the engine: a setting has the same name.
@@ -26,6 +29,8 @@ THROUGH_HOST = "grpo_container"
 ACCESS_NAMES = {"docker_args": "npu_container_docker_cli_args"}
 OWNER_NAMES = {"name": "npu_container_name"}
 CARD_NAMES = {"cards": "npu_container_visible_devices"}
+TEARDOWN_NAMES = {"remove_workspace": "npu_container_teardown_workspace",
+                  "remove_image": "npu_container_teardown_image"}
 
 
 def _named(value, names):
@@ -131,6 +136,18 @@ def image_as_found(images, image, step="pull"):
     return host_checks.image_as_found(images or [], image, step)
 
 
+def teardown_image_problem(image, users, container):
+    """``{{ npu_container_image | teardown_image_problem(names of the containers made from it, npu_container_name) }}``
+    -> why the teardown cannot remove the image ("" when it can)."""
+    return _named(teardown_plan.image_problem(image, users, container), TEARDOWN_NAMES)
+
+
+def teardown_report(seen, host, inventory=""):
+    """``{{ seen | teardown_report(inventory_hostname, ansible_inventory_sources | grpo_inventory_args) }}`` -> what
+    the teardown did on the host, one line each, and the command that brings it back."""
+    return _named(teardown_plan.report(host, seen, inventory), TEARDOWN_NAMES)
+
+
 class FilterModule:
     """The container stage's filters"""
 
@@ -144,4 +161,6 @@ class FilterModule:
             "npu_smi_problems": npu_smi_problems,
             "npu_runtime_ids": npu_runtime_ids,
             "image_as_found": image_as_found,
+            "teardown_image_problem": teardown_image_problem,
+            "teardown_report": teardown_report,
         }

@@ -13,6 +13,9 @@ description:
     changes); C(state=status) only reports; C(state=stopped) stops the job's whole process group (SIGTERM, then
     SIGKILL after C(grace)) and records that it was stopped. Each process gets one SIGTERM, those that join the
     group after the first signal too (Ray's daemons start their agents while Ray starts).
+  - C(name=*) is every job of C(state_dir) (each folder with a job record, whatever its name), with
+    C(state=stopped) (each running one stopped as above, one after another, those in C(exclude) left out) or
+    C(state=status); the result lists them in C(jobs).
   - C(wait) makes C(state=status) block up to that many seconds while the job runs, so a retry loop shows progress
     without a task per poll.
   - Values in C(env) and C(secret_env) reach the process only; they are never written to the state folder, and
@@ -20,9 +23,14 @@ description:
   - Supports check mode.
 options:
   name:
-    description: The job's name (a folder under C(state_dir)).
+    description: The job's name (a folder under C(state_dir)); C(*) every job there (not with C(state=started)).
     type: str
     required: true
+  exclude:
+    description: With C(name=*), the jobs to leave out (one stopped before by a task of its own, say).
+    type: list
+    elements: str
+    default: []
   state_dir:
     description: Where jobs keep their state (the workspace's C(.grpo/jobs)).
     type: path
@@ -85,42 +93,50 @@ EXAMPLES = r"""
   until: not job.running
   retries: 720
   delay: 0
+
+- name: Stop every other job of the workspace (TensorBoard, an eval, a fetch), whatever its name
+  grpo_job:
+    name: "*"
+    exclude: [train]
+    state_dir: /data/grpo/.grpo/jobs
+    state: stopped
+  register: stopped_jobs
 """
 
 RETURN = r"""
 state:
   description: absent, running, finished (exit 0), failed (other exit, or killed without a status) or stopped.
-  returned: always
+  returned: when name is one job's
   type: str
 running:
   description: Whether the job's process (or anything in its process group) runs.
-  returned: always
+  returned: when name is one job's
   type: bool
 exit_status:
   description: The command's exit status once it ended (null while running, or when it was killed). Not C(rc),
     which Ansible would take for this module's own status.
-  returned: always
+  returned: when name is one job's
   type: int
 log:
   description: The job's log file.
-  returned: always
+  returned: when name is one job's
   type: str
 tail:
   description: The log's last lines (a progress bar's last frame only).
-  returned: always
+  returned: when name is one job's
   type: list
   elements: str
 progress:
   description: The log's last line, for a progress display.
-  returned: always
+  returned: when name is one job's
   type: str
 pid:
   description: The job's process id (its wrapper, which leads the job's process group); null when never launched.
-  returned: always
+  returned: when name is one job's
   type: int
 command:
   description: The command the job runs (argv).
-  returned: always
+  returned: when name is one job's
   type: list
   elements: str
 elapsed_s:
@@ -129,8 +145,21 @@ elapsed_s:
   type: float
 started_at:
   description: When the job was launched (ISO 8601 with the host's offset); null when never launched.
-  returned: always
+  returned: when name is one job's
   type: str
+jobs:
+  description: With C(name=*), each job of the folder (but those excluded), by name, as the fields above say one
+    job, with C(was_running) (it ran when the task began) and C(changed) (this task stopped it, or would have).
+  returned: with name=*
+  type: list
+  elements: dict
+said:
+  description: >-
+    With C(name=*), one line per job for a person (C(tensorboard: stopped (pid 812)), C(weights: was not
+    running (finished))), or one saying the folder holds no job.
+  returned: with name=*
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -142,6 +171,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
+            exclude=dict(type="list", elements="str", default=[]),
             state_dir=dict(type="path", required=True),
             state=dict(type="str", choices=["started", "status", "stopped"], default="status"),
             command=dict(type="list", elements="str"),

@@ -251,6 +251,44 @@ def stop(state_dir, name, grace=30.0):
     return True, status(state_dir, name)
 
 
+# ``name`` of the grpo_job module that means every job of the folder (with state stopped or status)
+EVERY = "*"
+
+
+def names(state_dir):
+    """The jobs of ``state_dir`` by name: each folder holding a ``job.json``, whatever started it (a stage of this
+    package, or one of a later version). A link is no job of ours: never followed."""
+    try:
+        entries = sorted(os.listdir(state_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for entry in entries:
+        folder = os.path.join(state_dir, entry)
+        meta = os.path.join(folder, "job.json")
+        if (not os.path.islink(folder) and os.path.isdir(folder) and not os.path.islink(meta)
+                and os.path.isfile(meta)):
+            found.append(entry)
+    return found
+
+
+def stop_every(state_dir, grace=30.0, exclude=(), check_mode=False, tail_lines=0):
+    """Stop every running job of ``state_dir`` but those named in ``exclude``, one after another by name; a job
+    whose process is gone is left as it is. Returns (changed, [each job's status with ``was_running`` and
+    ``changed``]); in check mode nothing is stopped and ``changed`` says what would be."""
+    changed, done = False, []
+    for name in names(state_dir):
+        if name in exclude:
+            continue
+        current = status(state_dir, name, tail_lines)
+        was_running = current["running"]
+        if was_running and not check_mode:
+            _stopped, current = stop(state_dir, name, grace=grace)
+        changed = changed or was_running
+        done.append(dict(current, was_running=was_running, changed=was_running))
+    return changed, done
+
+
 class JobFailure(StageFailure):
     """A job that could not be started, stopped or read, for the ``grpo_job`` module: ``msg`` names the job."""
 
@@ -261,6 +299,10 @@ def converge(p, check_mode):
     they would); ``status`` first waits up to ``p["wait"]`` seconds for the job to end."""
     changed = False
     try:
+        if p["name"] == EVERY:
+            return _converge_every(p, check_mode)
+        if p.get("exclude"):
+            raise JobError("exclude only goes with name %s (every job of the folder)" % EVERY)
         if p["state"] == "started":
             current = status(p["state_dir"], p["name"], p["tail_lines"])
             if check_mode or current["running"]:
@@ -281,3 +323,33 @@ def converge(p, check_mode):
     except (JobError, OSError) as err:
         raise JobFailure("job %s: %s" % (p["name"], err))
     return dict(current, changed=changed)
+
+
+def _converge_every(p, check_mode):
+    """``name: "*"``: every job of the folder, stopped (``state: stopped``) or reported (``state: status``)."""
+    if p["state"] == "started":
+        raise JobError("name %s (every job of the folder) can be stopped or reported, not started" % EVERY)
+    if p["state"] == "stopped":
+        changed, found = stop_every(p["state_dir"], grace=p["grace"], exclude=p.get("exclude") or (),
+                                    check_mode=check_mode, tail_lines=p["tail_lines"])
+    else:
+        changed, found = False, [dict(status(p["state_dir"], name, p["tail_lines"]), changed=False)
+                                 for name in names(p["state_dir"]) if name not in (p.get("exclude") or ())]
+    return dict(changed=changed, name=EVERY, jobs=found, said=said(found, p["state_dir"], check_mode))
+
+
+def said(found, state_dir, check_mode=False):
+    """One line per job of :func:`stop_every`'s answer for a person: stopped, or was not running (and how it had
+    ended); a line saying there was none when the folder holds no job."""
+    if not found:
+        return ["no job in %s" % state_dir]
+    lines = []
+    for job in found:
+        if job.get("changed"):
+            lines.append("%s: %s (pid %s)" % (job["name"], "would be stopped" if check_mode else "stopped",
+                                              job.get("pid")))
+        elif job.get("was_running") is False:
+            lines.append("%s: was not running (%s)" % (job["name"], job["state"]))
+        else:
+            lines.append("%s: %s" % (job["name"], job["state"]))
+    return lines

@@ -159,8 +159,8 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
     """Why the stages must not touch the container ``found`` (docker inspect's object, as community.docker's
     docker_container_info returns it; None or {} when no container has the name), "" when they may.
 
-    ``purpose``: ``recreate`` (the container stage, which may remove and recreate it) or ``enter`` (the later
-    stages, which run their tasks in it with docker exec). A container carrying this package's labels for this
+    ``purpose``: ``recreate`` (the container stage, which may remove and recreate it), ``remove`` (the teardown,
+    which removes it) or ``enter`` (the later stages, which run their tasks in it with docker exec). A container carrying this package's labels for this
     workspace may be both. One with another workspace's label, or another project's, neither. One with no label of
     this package (made by its earlier versions, or by someone else): the container stage refuses it, since
     recreating it would end what runs in it, and says how to remove it once it is known to be the user's; the
@@ -171,7 +171,7 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
         return ""
     labels = ((found.get("Config") or {}).get("Labels")) or {}
     ws_host = _norm(workspace_host)
-    verb = "recreate it" if purpose == "recreate" else "run its tasks in it (docker exec)"
+    verb = {"recreate": "recreate it", "remove": "remove it"}.get(purpose, "run its tasks in it (docker exec)")
     project, owner = labels.get(LABEL_PROJECT), labels.get(LABEL_WORKSPACE)
     if project == PROJECT and _norm(owner) == ws_host:
         return ""
@@ -182,7 +182,7 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
                 "workspace; or, once you know that workspace is done with, remove the container yourself (docker "
                 "rm -f %s: the workspace on the host stays). %s"
                 % (name, host, LABEL_PROJECT, project, LABEL_WORKSPACE, owner, ws_host, verb, name, keep))
-    if purpose != "recreate" and _workspace_mounted(found, workspace_host, workspace):
+    if purpose == "enter" and _workspace_mounted(found, workspace_host, workspace):
         return ""
     mounts = ", ".join("%s:%s" % (m.get("Source"), m.get("Destination"))
                        for m in (found.get("Mounts") or []) if m.get("Type") == "bind") or "none"
@@ -193,6 +193,12 @@ def owner_problem(found, name, host, workspace_host, workspace, purpose="recreat
                 "since recreating ends whatever runs in it. If it is yours (docker inspect %s shows %s mounted at "
                 "%s), remove it when no run is in it, docker rm -f %s (the workspace on the host stays), and run "
                 "the stage again; if it is not, set {name} to another name. %s"
+                % (name, host, LABEL_WORKSPACE, ws_host, mounts, name, ws_host, _norm(workspace), name, keep))
+    if purpose == "remove":
+        return ("{name}: the container %s on %s carries no label %s=%s this package gives its containers (made by "
+                "an earlier version of it, or by someone else; its bind mounts: %s), so the teardown does not "
+                "remove it. If it is yours (docker inspect %s shows %s mounted at %s), remove it yourself, docker "
+                "rm -f %s; if it is not, set {name} to this workspace's container. %s"
                 % (name, host, LABEL_WORKSPACE, ws_host, mounts, name, ws_host, _norm(workspace), name, keep))
     return ("{name}: the container %s on %s carries no label %s=%s and does not mount this workspace "
             "(%s at %s; its bind mounts: %s), so the stages will not run their tasks in it: it is not this "
