@@ -169,6 +169,10 @@ def look(p):
                                                job.get("exit_status"), free, values, inventory=p["inventory"])
             if problem:  # the fix's "now" values are unknown, not verl's defaults
                 result["triage"]["fix"] += " (the run's values are not known: %s)" % problem
+    # the resume hook (grpo_train_resume_after_restart): whether it is armed, and whether it relaunched this run;
+    # imported here, as auto_resume reads the run through this module
+    from . import auto_resume  # pylint: disable=import-outside-toplevel,cyclic-import
+    result["auto_resume"] = auto_resume.view(p["state_dir"], p.get("inventory", ""), p["job"])
     result["validating"] = bool(job["running"] and parsed.get("validating"))
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]

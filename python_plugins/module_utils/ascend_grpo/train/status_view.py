@@ -259,7 +259,8 @@ def render_table(rows):
     watch, "score@step"), CKPT (latest saved step), then RAY (a cluster node in Ray's view, a str) and NPU when any
     row has one; "-" for an unknown value. A row is followed by indented lines when it has them: ``step time:
     ...`` (:func:`split_text`, then the actor's MFU and the device allocator's peak memory), ``validation: best
-    0.375@4 of 3 logged (<metric>)``, ``tensorboard: ...`` (where its events are and how to see them);
+    0.375@4 of 3 logged (<metric>)``, ``tensorboard: ...`` (where its events are and how to see them), ``resume: ...`` (whether the run resumed by
+    itself after its container restarted, and whether the resume hook is armed);
     ``error: ...``, ``why: ...`` and ``fix: ...`` for a failure (the last two when the triage catalogue knows it). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
@@ -283,6 +284,8 @@ def render_table(rows):
                 row["val_metric"]))
         if row.get("tensorboard"):
             out.append("    tensorboard: %s" % _job_text(row["tensorboard"]))
+        if row.get("auto_resume"):
+            out.append("    resume: %s" % _job_text(row["auto_resume"]))
         if row.get("error"):
             out.append("    error: %s" % _job_text(row["error"]))
         if row.get("why"):
