@@ -51,7 +51,7 @@ def decide(arm, meta, job, plan, pidns):
     Returns ``{"relaunch", "why", "disarm"}``: ``disarm`` when the hook has nothing left to do for this run (it was
     stopped, it ended, it is at its total), so the train stage's next launch arms it again."""
     if not arm:
-        return _no("the resume hook is not armed (grpo_train_resume_after_restart is off)")
+        return _no("the resume hook is not armed (its setting is off, or no launch armed it)")
     if not meta:
         return _no("no train job was launched in this workspace", disarm=True)
     if meta.get("started") != arm.get("job_started"):
