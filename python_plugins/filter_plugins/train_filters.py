@@ -155,6 +155,7 @@ def train_status_table(reports):
         if report.get("ray"):
             row["ray"] = report["ray"]
         row["tensorboard"] = _tensorboard_line(report)
+        row["auto_resume"] = (report.get("auto_resume") or {}).get("line", "")
         rows.append(row)
     return status_view.render_table(rows)
 

@@ -18,8 +18,8 @@ description:
     C(state=status); the result lists them in C(jobs).
   - C(wait) makes C(state=status) block up to that many seconds while the job runs, so a retry loop shows progress
     without a task per poll.
-  - Values in C(env) and C(secret_env) reach the process only; they are never written to the state folder, and
-    C(secret_env) is never logged.
+  - Values in C(env) and C(secret_env) reach the process only; they are never written to the state folder (but
+    for C(keep_secret_env)), and C(secret_env) is never logged.
   - Supports check mode.
 options:
   name:
@@ -58,6 +58,14 @@ options:
     description: Extra environment that is secret (tokens); reaches the process only, never a log or a file.
     type: dict
     default: {}
+  keep_secret_env:
+    description:
+      - With C(state=started), also keep C(secret_env) in the job's folder (C(secret-env.json), root's only, 0600)
+        so that the job can be relaunched without the controller (the train stage's resume hook after the container
+        restarted). Never in C(job.json), a record, an argv or a log; removed when the command ends, when the job
+        is stopped, and by a start without this option.
+    type: bool
+    default: false
   wait:
     description: With C(state=status), block up to this many seconds while the job runs.
     type: float
@@ -179,6 +187,7 @@ def main():
             log=dict(type="path"),
             env=dict(type="dict", default={}),
             secret_env=dict(type="dict", default={}, no_log=True),
+            keep_secret_env=dict(type="bool", default=False),
             wait=dict(type="float", default=0),
             grace=dict(type="float", default=30),
             tail_lines=dict(type="int", default=40),

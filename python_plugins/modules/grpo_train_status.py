@@ -131,6 +131,14 @@ summary:
     counts from 0 and restarts on a resume), beside C(total_epochs).
   returned: always
   type: dict
+auto_resume:
+  description: >-
+    The train stage's resume hook (grpo_train_resume_after_restart): C(armed) (a restart of the container relaunches
+    this launch by itself), C(resumed) (the hook's record when it relaunched the current launch after the container
+    restarted: C(at), C(from_step), C(from_pidns), C(why), C(unguarded); else null) and C(line), what the status
+    view prints.
+  returned: always
+  type: dict
 checkpoints:
   description: >-
     Saved steps (saved: folders whose save finished, every rank's actor shards and data.pt, not beyond verl's

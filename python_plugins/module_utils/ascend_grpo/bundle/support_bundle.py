@@ -33,6 +33,11 @@ _ASSIGNMENT = re.compile(r"""\b([A-Za-z_][A-Za-z0-9_.-]*)(['"]?[ \t]*[=:][ \t]*)
 _NOT_SECRET_VALUES = {"token", "none", "true", "false", "yes", "no", "on", "off", "null", "", REDACTED}
 
 
+# Files that hold secrets as they are, never collected wherever they sit: the secret environment a job keeps for
+# the resume hook's relaunch (common.jobs.SECRET_ENV), the Ray token.
+NEVER_COLLECTED = ("secret-env.json", "token")
+
+
 def secrets_of(values):
     """The secret strings among ``values`` (strings, lists and mappings, nested), each once, longest first; empty
     and too short ones left out (a placeholder such as '' is no secret)."""
@@ -159,6 +164,8 @@ def collect(run_command, p):
         members["run/latest.log.tail"] = tail(log, p["log_lines"])
     state = os.path.join(p["workspace"], ".grpo")
     for path in sorted(glob.glob(os.path.join(state, "*.json")) + glob.glob(os.path.join(state, "jobs", "*.json"))):
+        if os.path.basename(path) in NEVER_COLLECTED:
+            continue
         members["records/" + os.path.relpath(path, state)] = _read(path)
     for path in newest(p["plog_dir"], r"\.log$", 3):
         members["plog/" + os.path.basename(path) + ".tail"] = tail(path, p["log_lines"])

@@ -7,15 +7,21 @@ A job is a folder (``<state_dir>/<name>``) holding:
   job is gone, whatever now runs under its pid or group there), when it started;
 - ``exit``: the exit status, written by the job's own shell wrapper the moment the command ends;
 - ``stopped``: written by :func:`stop` (a stopped job is not a crash);
+- ``secret-env.json``: only when :func:`start` is asked to keep its secret environment (a run the train stage's
+  resume hook may relaunch after the container restarted, :mod:`resume`): root's only (0600), removed by the job's
+  wrapper when the command ends and by :func:`stop`; never in ``job.json``, a record, an argv or a log;
 - the log (``log`` in ``job.json``; by default ``<name>.log`` in the folder).
 
 The command runs in a session of its own (``setsid``), with stdin from /dev/null and stdout and stderr appended to
 the log, so neither the end of the playbook nor a dropped SSH connection reaches it. Environment values passed to
-:func:`start` (tokens, say) reach the process only; they are never written anywhere.
+:func:`start` (tokens, say) reach the process only; they are written nowhere unless the caller asks to keep them for
+a relaunch (``keep_env``), and then only in ``secret-env.json``. A start holds the job folder's lock (``.lock``) from
+its look at the job to its record: two starters (the train stage, the resume hook) never start two runs.
 
 Only the standard library: this module also runs inside the training environment.
 """
 
+import fcntl
 import json
 import os
 import shlex
@@ -32,8 +38,11 @@ from .errors import StageFailure
 # (the wrapper included, its status already written) to whatever is still there GRACE_S seconds later. ``left``
 # reads /proc with shell builtins only: a child of its own would count as something left.
 GRACE_S = 10
+# A command that ended needs no relaunch: its kept secret environment goes with it.
+SECRET_ENV = "secret-env.json"
 _WRAPPER = 'cd "$1" || exit 97; log="$2"; shift 2; "$@" >>"$log" 2>&1 < /dev/null; rc=$?; ' \
            'printf "%s\\n" "$rc" > "$GRPO_JOB_DIR/exit.tmp" && mv "$GRPO_JOB_DIR/exit.tmp" "$GRPO_JOB_DIR/exit"; ' \
+           'rm -f "$GRPO_JOB_DIR/SECRET"; '.replace("SECRET", SECRET_ENV) + \
            'left() { for s in /proc/[0-9]*/stat; do [ "$s" = "/proc/$$/stat" ] && continue; ' \
            'read -r l < "$s" 2>/dev/null || continue; set -- ${l##*") "}; ' \
            '[ "$1" != Z ] && [ "$3" = "$$" ] && return 0; done; return 1; }; ' \
@@ -63,12 +72,22 @@ def _proc_starttime(pid):
     return int(fields[19])
 
 
-def _pid_namespace():
-    """This process's pid namespace (``pid:[4026532...]``: one per container), or None where /proc lacks it."""
+def _namespace(kind):
+    """This process's namespace of ``kind`` (``pid:[4026532...]``: one per container start), or None where /proc
+    lacks it."""
     try:
-        return os.readlink("/proc/self/ns/pid")
+        return os.readlink("/proc/self/ns/%s" % kind)
     except OSError:
         return None
+
+
+def _pid_namespace():
+    return _namespace("pid")
+
+
+def _net_namespace():
+    """The network namespace (a container's: the firewall table of its ports lives there and goes with it)."""
+    return _namespace("net")
 
 
 def _group_members(pgid):
@@ -168,40 +187,81 @@ def status(state_dir, name, tail_lines=40):
             "elapsed_s": round(ended - meta["started_epoch"], 1) if ended and meta.get("started_epoch") else None}
 
 
-def start(state_dir, name, argv, chdir=None, env=None, log=None):
-    """Start ``argv`` detached unless this job already runs. Returns (changed, status)."""
-    current = status(state_dir, name)
-    if current["running"]:
-        return False, current
+def locked(job_dir, lock_name=".lock", wait=True):
+    """A lock file of the job's folder (``.lock``: :func:`start`'s; never through a link), held: a descriptor to
+    ``os.close`` to let go, or None when another holder has it and ``wait`` is false."""
+    fd = os.open(os.path.join(job_dir, lock_name), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def kept_env(state_dir, name):
+    """The secret environment :func:`start` kept for a relaunch (``keep_env``), or {} (none kept, or unreadable)."""
+    data = _read_json(os.path.join(state_dir, name, SECRET_ENV))
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def forget_env(state_dir, name):
+    """Remove the secret environment kept for a relaunch; whether there was one."""
+    try:
+        os.unlink(os.path.join(state_dir, name, SECRET_ENV))
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def start(state_dir, name, argv, chdir=None, env=None, log=None, secret_env=None, keep_env=False):
+    """Start ``argv`` detached unless this job already runs. Returns (changed, status).
+
+    ``env`` and ``secret_env`` reach the process only. With ``keep_env`` the secret environment is also kept in the
+    job's folder (``secret-env.json``, 0600) for a relaunch without the controller (:mod:`resume`); without it one
+    kept by an earlier start is removed."""
     job_dir = os.path.join(state_dir, name)
     # the job's folder and record are never reached through a link (workspace.open_folder): checked before the job
     # starts, so a refused one leaves nothing running
     workspace.make_folders(state_dir, job_dir)
     workspace.refuse_links(job_dir, os.path.join(job_dir, "job.json"))
-    chdir = chdir or job_dir
-    log = log or os.path.join(job_dir, name + ".log")
-    if not os.path.isdir(chdir):
-        raise JobError("the job's folder %s does not exist" % chdir)
-    os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
-    if os.path.islink(log):
-        workspace.refuse_links(os.path.dirname(os.path.abspath(log)), log)
-    for stale in ("exit", "exit.tmp", "stopped"):
-        try:
-            os.unlink(os.path.join(job_dir, stale))
-        except FileNotFoundError:
-            pass
-    child_env = dict(os.environ)
-    child_env.update({k: str(v) for k, v in (env or {}).items()})
-    child_env["GRPO_JOB_DIR"] = job_dir
-    with open(log, "ab") as handle:
-        handle.write(("=== %s start: %s\n" % (workspace.now_iso(),
-                                             " ".join(shlex.quote(a) for a in argv))).encode())
-    pid = runner.spawn_detached(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv), child_env)
-    meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": pid,
-            "starttime": _proc_starttime(pid), "pidns": _pid_namespace(), "started": workspace.now_iso(),
-            "started_epoch": time.time()}
-    workspace.write_text(os.path.join(job_dir, "job.json"), json.dumps(meta, indent=2), root=job_dir)
-    return True, status(state_dir, name)
+    lock = locked(job_dir)
+    try:
+        current = status(state_dir, name)
+        if current["running"]:
+            return False, current
+        chdir = chdir or job_dir
+        log = log or os.path.join(job_dir, name + ".log")
+        if not os.path.isdir(chdir):
+            raise JobError("the job's folder %s does not exist" % chdir)
+        os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
+        if os.path.islink(log):
+            workspace.refuse_links(os.path.dirname(os.path.abspath(log)), log)
+        for stale in ("exit", "exit.tmp", "stopped"):
+            try:
+                os.unlink(os.path.join(job_dir, stale))
+            except FileNotFoundError:
+                pass
+        secret_env = {k: str(v) for k, v in (secret_env or {}).items()}
+        if keep_env and secret_env:
+            workspace.write_text(os.path.join(job_dir, SECRET_ENV), json.dumps(secret_env), mode=0o600, root=job_dir)
+        else:
+            forget_env(state_dir, name)
+        child_env = dict(os.environ)
+        child_env.update({k: str(v) for k, v in (env or {}).items()})
+        child_env.update(secret_env)
+        child_env["GRPO_JOB_DIR"] = job_dir
+        with open(log, "ab") as handle:
+            handle.write(("=== %s start: %s\n" % (workspace.now_iso(),
+                                                 " ".join(shlex.quote(a) for a in argv))).encode())
+        pid = runner.spawn_detached(["/bin/sh", "-c", _WRAPPER, "grpo-job", chdir, log] + list(argv), child_env)
+        meta = {"name": name, "command": list(argv), "chdir": chdir, "log": log, "pid": pid,
+                "starttime": _proc_starttime(pid), "pidns": _pid_namespace(), "netns": _net_namespace(),
+                "started": workspace.now_iso(), "started_epoch": time.time()}
+        workspace.write_text(os.path.join(job_dir, "job.json"), json.dumps(meta, indent=2), root=job_dir)
+        return True, status(state_dir, name)
+    finally:
+        os.close(lock)
 
 
 def wait(state_dir, name, timeout, interval=0.5):
@@ -224,6 +284,7 @@ def stop(state_dir, name, grace=30.0):
     if not _alive(meta):
         return False, status(state_dir, name)
     workspace.write_text(os.path.join(job_dir, "stopped"), workspace.now_iso() + "\n", root=job_dir)
+    forget_env(state_dir, name)  # a stopped run is not relaunched without the controller: nothing to keep
     pgid = meta["pid"]  # the wrapper leads its own session and process group
     # Each process of the group gets one SIGTERM, those that join it after the first too: a run stopped while Ray
     # starts has its daemons start their agents after the signal, and those would hold on until the SIGKILL. One
@@ -309,7 +370,8 @@ def converge(p, check_mode):
                 changed = not current["running"]
             else:
                 changed, current = start(p["state_dir"], p["name"], p["command"], chdir=p["chdir"],
-                                         env=dict(p["env"], **p["secret_env"]), log=p["log"])
+                                         env=p["env"], secret_env=p["secret_env"], log=p["log"],
+                                         keep_env=p.get("keep_secret_env", False))
         elif p["state"] == "stopped":
             current = status(p["state_dir"], p["name"], p["tail_lines"])
             if check_mode or not current["running"]:

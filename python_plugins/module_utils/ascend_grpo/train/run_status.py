@@ -172,6 +172,10 @@ def look(p):
     # the lease the last launch recorded (lease.resolve): its end, the time left, whether the ETA fits, its saves
     result["lease"] = lease.status(result["last_launch"].get("lease"), now=time.time(), eta_s=summary.get("eta_s"),
                                    running=job["running"], saves=history.get("lease_saves") or [])
+    # the resume hook (grpo_train_resume_after_restart): whether it is armed, and whether it relaunched this run;
+    # imported here, as auto_resume reads the run through this module
+    from . import auto_resume  # pylint: disable=import-outside-toplevel,cyclic-import
+    result["auto_resume"] = auto_resume.view(p["state_dir"], p.get("inventory", ""), p["job"])
     result["validating"] = bool(job["running"] and parsed.get("validating"))
     if job["running"] and not parsed["steps"]:  # Ray, the workers and vLLM are starting, or a resume loads
         step = "no step logged yet%s" % (" (resuming from step %s)" % result["resumed_from"]

@@ -261,7 +261,8 @@ def render_table(rows):
     ...`` (:func:`split_text`, then the actor's MFU and the device allocator's peak memory), ``validation: best
     0.375@4 of 3 logged (<metric>)``, ``lease: ...`` (the instance's lease: its end, the time left, whether the
     ETA fits, the steps it made verl save at: lease.status), ``tensorboard: ...`` (where its events are and how to
-    see them);
+    see them), ``resume: ...`` (whether the run resumed by itself after its container restarted, and whether the
+    resume hook is armed);
     ``error: ...``, ``why: ...`` and ``fix: ...`` for a failure (the last two when the triage catalogue knows it). Text columns are left-aligned, numbers right-aligned, columns two spaces apart; no trailing spaces, no
     final newline.
     """
@@ -287,6 +288,8 @@ def render_table(rows):
             out.append("    lease: %s" % _job_text(row["lease"]["line"]))
         if row.get("tensorboard"):
             out.append("    tensorboard: %s" % _job_text(row["tensorboard"]))
+        if row.get("auto_resume"):
+            out.append("    resume: %s" % _job_text(row["auto_resume"]))
         if row.get("error"):
             out.append("    error: %s" % _job_text(row["error"]))
         if row.get("why"):
