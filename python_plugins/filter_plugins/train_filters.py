@@ -156,6 +156,8 @@ def train_status_table(reports):
             row["ray"] = report["ray"]
         row["tensorboard"] = _tensorboard_line(report)
         row["auto_resume"] = (report.get("auto_resume") or {}).get("line", "")
+        if (report.get("lease") or {}).get("line"):
+            row["lease"] = report["lease"]
         rows.append(row)
     return status_view.render_table(rows)
 

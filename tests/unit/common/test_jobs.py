@@ -166,7 +166,7 @@ def test_a_job_of_a_removed_container_is_gone_even_if_its_pid_and_group_run_here
     try:
         meta_path = tmp_path / "old" / "job.json"
         data = json.loads(meta_path.read_text())
-        assert data["pidns"] == os.readlink("/proc/self/ns/pid")
+        assert data["pidns"].split("@")[0] == os.readlink("/proc/self/ns/pid")
         assert jobs.status(str(tmp_path), "old")["running"] is True
         data["pidns"] = "pid:[1]"  # what the removed container's namespace was
         meta_path.write_text(json.dumps(data))
@@ -187,3 +187,14 @@ def test_progress_bar_frames_resolve_to_the_last(tmp_path):
 def test_missing_folder_is_refused(tmp_path):
     with pytest.raises(jobs.JobError, match="does not exist"):
         jobs.start(str(tmp_path), "nowhere", ["true"], chdir=str(tmp_path / "missing"))
+
+
+def test_a_pid_namespace_number_given_out_again_is_another_start():
+    """The kernel reuses a gone namespace's number: an engine restart may give the container the number it had; the
+    start time of the namespace's first process tells the starts apart. One recorded before (number only) compares
+    by number."""
+    assert jobs.same_pid_namespace("pid:[4026532001]@100", "pid:[4026532001]@100")
+    assert not jobs.same_pid_namespace("pid:[4026532001]@100", "pid:[4026532001]@900")
+    assert jobs.same_pid_namespace("pid:[4026532001]", "pid:[4026532001]@900")
+    assert not jobs.same_pid_namespace(None, "pid:[4026532001]@900")
+    assert "@" in jobs._pid_namespace()  # pylint: disable=protected-access

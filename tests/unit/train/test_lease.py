@@ -226,6 +226,9 @@ def test_the_status_reads_the_launchs_lease_and_the_log(tmp_path):
     table = status_view.render_table([dict(result["summary"], host="npu-a", lease=result["lease"])])
     (line,) = [line for line in table.splitlines() if line.startswith("    lease: ")]
     assert "lease save at step 3" in line
+    # the status tasks' own path: the module's report through the table filter
+    table = train_filters.train_status_table([dict(result, host="npu-a")])
+    assert [line for line in table.splitlines() if line.startswith("    lease: ")] == [line]
 
 
 # --- the doctor ----------------------------------------------------------------------------------------------------

@@ -82,7 +82,25 @@ def _namespace(kind):
 
 
 def _pid_namespace():
-    return _namespace("pid")
+    """This process's pid namespace and when that namespace's first process started (``pid:[4026532...]@<ticks>``):
+    one per start of a container. The kernel hands a namespace's number out again once the namespace is gone, so
+    a container restarted by its engine may get the number its former start had; its first process's start time
+    (clock ticks since the host booted) tells the two apart."""
+    ns = _namespace("pid")
+    if ns is None:
+        return None
+    first = _proc_starttime(1)
+    return "%s@%s" % (ns, first) if first is not None else ns
+
+
+def same_pid_namespace(recorded, current):
+    """Whether a recorded pid namespace (:func:`_pid_namespace`) is this one; one recorded by an earlier version
+    (no ``@``) is compared by its number alone."""
+    if not recorded or not current:
+        return False
+    if "@" not in recorded:
+        return recorded == current.split("@", 1)[0]
+    return recorded == current
 
 
 def _net_namespace():
@@ -121,7 +139,7 @@ def _alive(meta):
     pid = meta.get("pid") if meta else None
     if not pid:
         return False
-    if meta.get("pidns") and meta["pidns"] != _pid_namespace():
+    if meta.get("pidns") and not same_pid_namespace(meta["pidns"], _pid_namespace()):
         return False  # it ran in a container that is gone (removed, or recreated): its pids mean nothing here
     starttime = _proc_starttime(pid)
     # None is no start time: a wrapper that had ended before start() read it (a command that ends at once, on a

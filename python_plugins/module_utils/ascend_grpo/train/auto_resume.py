@@ -77,7 +77,7 @@ def decide(arm, meta, job, plan, pidns, boot=None):
         return _no("the run ended by itself (exit status %s)" % job["exit_status"], disarm=True)
     if not meta.get("pidns") or not pidns:
         return _no("the job's pid namespace is not known, so a restart cannot be told from a crash")
-    if meta["pidns"] == pidns:
+    if jobs.same_pid_namespace(meta["pidns"], pidns):
         return _no("the run ended without an exit status in this very container: a crash, not a restart")
     # on the host's network the firewall table of Ray's ports is the host's: an engine restart keeps it, a reboot
     # takes it, and nothing in the container can load it again (no NET_ADMIN), so a run there would listen open
@@ -158,8 +158,9 @@ def relaunch(jobs_dir, arm, meta, before, why, pidns, netns, name=JOB):
               "from_pidns": meta.get("pidns"), "pidns": pidns, "from_step": saved[-1] if saved else None,
               "why": why,
               # the container's firewall table of the run's ports lives in its network namespace, which the
-              # restart replaced: nothing keeps them until the container stage loads it again
-              "unguarded": bool(arm.get("guarded")) and meta.get("netns") != netns}
+              # restart replaced (the kernel may give the new one the former's number, so the number proves
+              # nothing): nothing keeps them until the container stage loads it again
+              "unguarded": bool(arm.get("guarded"))}
     job_dir = os.path.join(jobs_dir, name)
     workspace.write_text(os.path.join(job_dir, RECORD), json.dumps(record, indent=2) + "\n", root=job_dir)
     workspace.write_text(os.path.join(job_dir, ARM), json.dumps(dict(arm, job_started=started["started_at"]),
