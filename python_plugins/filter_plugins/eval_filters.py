@@ -72,8 +72,8 @@ def serve_bind(asked, network, container_address):
     """``{{ grpo_eval_serve_host | serve_bind(network, address) }}``: where vLLM's server listens, {"address",
     "reason"} or {"problem"}, by TensorBoard's rules (tracking.tensorboard_bind: never every interface, as neither
     has a login), naming grpo_eval_serve_host."""
-    address, why = tracking.tensorboard_bind(asked, network, container_address)
-    why = why.replace("TensorBoard", "the server").format(host="grpo_eval_serve_host")
+    address, why = tracking.tensorboard_bind(asked, network, container_address, service="vLLM's server")
+    why = errors.name_fields(why, {"host": "grpo_eval_serve_host"})
     return {"address": address, "reason": why} if address else {"problem": why}
 
 

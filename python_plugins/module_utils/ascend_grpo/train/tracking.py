@@ -80,8 +80,9 @@ def env(loggers, tracking, project, experiment):
     return {"env": variables, "folders": folders, "file_dir": file_dir}
 
 
-def tensorboard_bind(host, network, container_address):
-    """The address TensorBoard listens on, and why: (address, reason) or (None, problem).
+def tensorboard_bind(host, network, container_address, service="TensorBoard"):
+    """The address TensorBoard (or another ``service`` without a login: vLLM's server) listens on, and why:
+    (address, reason) or (None, problem).
 
     ``host``: ``grpo_train_tensorboard_host`` ("" to choose; ``{host}`` in a problem); ``network``: the container's network as the container
     stage recorded it ("host" when it shares the host's); ``container_address``: the container's own address.
@@ -92,8 +93,8 @@ def tensorboard_bind(host, network, container_address):
         except ValueError:
             return None, "{host}: %r is not an IP address" % host
         if address.is_unspecified:
-            return None, ("{host}: %s listens on every interface, and TensorBoard has no login; "
-                          "leave it empty (loopback, or the container's own address) and use the ssh tunnel" % host)
+            return None, ("{host}: %s listens on every interface, and %s has no login; leave it empty (loopback, "
+                          "or the container's own address) and use the ssh tunnel" % (host, service))
         return str(address), "as {host} asks"
     if network == "host":
         return "127.0.0.1", "the container shares the host's network: loopback, reached through ssh"
