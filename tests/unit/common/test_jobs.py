@@ -78,6 +78,55 @@ def test_stop_reaches_what_joins_the_group_after_the_sigterm(tmp_path):
     assert time.monotonic() - began < 5
 
 
+def _pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_stop_reaches_what_left_the_group_in_a_session_of_its_own(tmp_path):
+    """Ray's raylet starts its workers with setsid: one forked as the run is stopped outlives the group's SIGKILL, its
+    parent gone (a default_worker.py was still there 15 s after a stop on the simulated host). It carries the job's
+    environment, and goes with the job."""
+    escaped = tmp_path / "escaped.pid"
+    command = "setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 300" % escaped
+    jobs.start(str(tmp_path), "ray", ["sh", "-c", command])
+    deadline = time.monotonic() + 5
+    while not (escaped.exists() and escaped.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(escaped.read_text())
+    pgid = jobs.status(str(tmp_path), "ray")["pid"]
+    assert os.getpgid(pid) != pgid and _pid_alive(pid)  # out of the group: killpg alone misses it
+    changed, st = jobs.stop(str(tmp_path), "ray", grace=5)
+    assert changed and st["state"] == "stopped"
+    deadline = time.monotonic() + 2
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(pid)
+
+
+def test_stop_of_an_ended_job_takes_what_it_left(tmp_path):
+    """A run that ended by itself (its driver gone) with a worker left in a session of its own: a stop takes it."""
+    escaped = tmp_path / "escaped.pid"
+    jobs.start(str(tmp_path), "gone", ["sh", "-c", "setsid sh -c 'echo $$ > %s; exec sleep 300' &" % escaped])
+    st = _wait_state(tmp_path, "gone")
+    assert st["state"] == "finished"
+    deadline = time.monotonic() + 5
+    while not (escaped.exists() and escaped.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(escaped.read_text())
+    assert _pid_alive(pid)
+    changed, st = jobs.stop(str(tmp_path), "gone", grace=5)
+    assert changed and st["state"] == "finished"
+    deadline = time.monotonic() + 2
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(pid)
+    assert jobs.stop(str(tmp_path), "gone")[0] is False  # nothing left: a second stop changes nothing
+
+
 def test_stop_sends_each_process_one_sigterm(tmp_path):
     """A driver's clean shutdown (Ray's handler exits, then stops the workers) is not cut by a second signal."""
     seen = tmp_path / "terms"

@@ -125,6 +125,48 @@ def _group_members(pgid):
     return members
 
 
+def _marked(job_dir):
+    """Live processes outside any group that carry this job's mark (``GRPO_JOB_DIR``, which :func:`start` puts in the
+    command's environment and every descendant inherits): one that left the job's process group and session. Ray's
+    raylet starts each worker in a session of its own; a worker it forked in the second the job was stopped outlives
+    the group's SIGKILL, its parent gone (seen on the simulated host: a ``default_worker.py`` still there 15 s after)."""
+    mark = ("GRPO_JOB_DIR=%s" % job_dir).encode() + b"\0"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as handle:
+                environ = handle.read() + b"\0"
+            with open("/proc/%s/stat" % entry, encoding="utf-8") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2:].split()[0] != "Z" and (b"\0" + mark in b"\0" + environ):
+            found.append(int(entry))
+    return found
+
+
+def _sweep(job_dir, grace=5.0):
+    """SIGTERM to each process :func:`_marked` finds, SIGKILL to those still there after ``grace`` seconds; the pids
+    that got a signal."""
+    swept = set()
+    for sig, limit in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        left = _marked(job_dir)
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+                swept.add(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + limit
+        while _marked(job_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    return sorted(swept)
+
+
 def _member_keys(pgid):
     """The live members of process group ``pgid``, each as (pid, start time): a recycled pid is another process."""
     return {(pid, _proc_starttime(pid)) for pid in _group_members(pgid)}
@@ -300,7 +342,7 @@ def stop(state_dir, name, grace=30.0):
     job_dir = os.path.join(state_dir, name)
     meta = _read_json(os.path.join(job_dir, "job.json"))
     if not _alive(meta):
-        return False, status(state_dir, name)
+        return bool(meta and _sweep(job_dir)), status(state_dir, name)  # what an earlier end left, if anything
     workspace.write_text(os.path.join(job_dir, "stopped"), workspace.now_iso() + "\n", root=job_dir)
     forget_env(state_dir, name)  # a stopped run is not relaunched without the controller: nothing to keep
     pgid = meta["pid"]  # the wrapper leads its own session and process group
@@ -327,6 +369,9 @@ def stop(state_dir, name, grace=30.0):
             break
     if _alive(meta):
         raise JobError("job %s (pid %d) survived SIGKILL" % (name, meta["pid"]))
+    _sweep(job_dir)  # what left the group (a Ray worker in a session of its own) goes with the job
+    if _marked(job_dir):
+        raise JobError("job %s: processes %s outside its group survived SIGKILL" % (name, _marked(job_dir)))
     return True, status(state_dir, name)
 
 
