@@ -86,6 +86,22 @@ def _pid_alive(pid):
         return False
 
 
+def _escaped_pid(path, timeout=5):
+    """The pid a command wrote to ``path`` (a process it started in a session of its own)."""
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _ends(pid, timeout=2):
+    """Whether ``pid`` is gone within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _pid_alive(pid)
+
+
 def test_stop_reaches_what_left_the_group_in_a_session_of_its_own(tmp_path):
     """Ray's raylet starts its workers with setsid: one forked as the run is stopped outlives the group's SIGKILL, its
     parent gone (a default_worker.py was still there 15 s after a stop on the simulated host). It carries the job's
@@ -93,37 +109,27 @@ def test_stop_reaches_what_left_the_group_in_a_session_of_its_own(tmp_path):
     escaped = tmp_path / "escaped.pid"
     command = "setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 300" % escaped
     jobs.start(str(tmp_path), "ray", ["sh", "-c", command])
-    deadline = time.monotonic() + 5
-    while not (escaped.exists() and escaped.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pid = int(escaped.read_text())
+    pid = _escaped_pid(escaped)
     pgid = jobs.status(str(tmp_path), "ray")["pid"]
     assert os.getpgid(pid) != pgid and _pid_alive(pid)  # out of the group: killpg alone misses it
     changed, st = jobs.stop(str(tmp_path), "ray", grace=5)
     assert changed and st["state"] == "stopped"
-    deadline = time.monotonic() + 2
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _pid_alive(pid)
+    assert _ends(pid)
 
 
 def test_stop_of_an_ended_job_takes_what_it_left(tmp_path):
     """A run that ended by itself (its driver gone) with a worker left in a session of its own: a stop takes it."""
     escaped = tmp_path / "escaped.pid"
-    jobs.start(str(tmp_path), "gone", ["sh", "-c", "setsid sh -c 'echo $$ > %s; exec sleep 300' &" % escaped])
+    # it ends once the worker wrote its pid (out of the group by then: the wrapper's last SIGTERM to its group misses it)
+    jobs.start(str(tmp_path), "gone", ["sh", "-c", "setsid sh -c 'echo $$ > %s; exec sleep 300' & "
+                                       "while [ ! -s %s ]; do sleep 0.05; done" % (escaped, escaped)])
     st = _wait_state(tmp_path, "gone")
     assert st["state"] == "finished"
-    deadline = time.monotonic() + 5
-    while not (escaped.exists() and escaped.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pid = int(escaped.read_text())
+    pid = _escaped_pid(escaped)
     assert _pid_alive(pid)
     changed, st = jobs.stop(str(tmp_path), "gone", grace=5)
     assert changed and st["state"] == "finished"
-    deadline = time.monotonic() + 2
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _pid_alive(pid)
+    assert _ends(pid)
     assert jobs.stop(str(tmp_path), "gone")[0] is False  # nothing left: a second stop changes nothing
 
 

@@ -108,41 +108,44 @@ def _net_namespace():
     return _namespace("net")
 
 
+def _stat_fields(pid):
+    """The fields of ``/proc/<pid>/stat`` after the command's name (state first, then ppid, pgrp, ...), or None."""
+    try:
+        with open("/proc/%s/stat" % pid, encoding="utf-8") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()
+
+
 def _group_members(pgid):
     """Live (not zombie) processes of process group ``pgid``."""
     members = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry, encoding="utf-8") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = _stat_fields(entry) if entry.isdigit() else None
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry))
     return members
 
 
 def _marked(job_dir):
-    """Live processes outside any group that carry this job's mark (``GRPO_JOB_DIR``, which :func:`start` puts in the
-    command's environment and every descendant inherits): one that left the job's process group and session. Ray's
-    raylet starts each worker in a session of its own; a worker it forked in the second the job was stopped outlives
-    the group's SIGKILL, its parent gone (seen on the simulated host: a ``default_worker.py`` still there 15 s after)."""
-    mark = ("GRPO_JOB_DIR=%s" % job_dir).encode() + b"\0"
+    """Live processes that carry this job's mark (``GRPO_JOB_DIR``, which :func:`start` puts in the command's
+    environment and every descendant inherits), whatever their process group: also one that left the job's group and
+    session. Ray's raylet starts each worker in a session of its own; a worker it forked in the second the job was
+    stopped outlives the group's SIGKILL, its parent gone (seen on the simulated host: a ``default_worker.py`` still
+    there 15 s after)."""
+    mark = b"\0GRPO_JOB_DIR=" + job_dir.encode() + b"\0"
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open("/proc/%s/environ" % entry, "rb") as handle:
-                environ = handle.read() + b"\0"
-            with open("/proc/%s/stat" % entry, encoding="utf-8") as handle:
-                stat = handle.read()
+                environ = b"\0" + handle.read() + b"\0"
         except OSError:
             continue
-        if stat[stat.rindex(")") + 2:].split()[0] != "Z" and (b"\0" + mark in b"\0" + environ):
+        fields = _stat_fields(entry)
+        if mark in environ and fields and fields[0] != "Z":
             found.append(int(entry))
     return found
 
@@ -370,8 +373,9 @@ def stop(state_dir, name, grace=30.0):
     if _alive(meta):
         raise JobError("job %s (pid %d) survived SIGKILL" % (name, meta["pid"]))
     _sweep(job_dir)  # what left the group (a Ray worker in a session of its own) goes with the job
-    if _marked(job_dir):
-        raise JobError("job %s: processes %s outside its group survived SIGKILL" % (name, _marked(job_dir)))
+    left = _marked(job_dir)
+    if left:
+        raise JobError("job %s: processes %s outside its group survived SIGKILL" % (name, left))
     return True, status(state_dir, name)
 
 
